@@ -1,0 +1,494 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Delivery is one message read from a spool. It stays in flight until it is
+// acknowledged or negatively acknowledged on the Consumer that read it.
+type Delivery struct {
+	Name        string // payload file, relative to the spool root
+	Seq         uint64
+	MessageID   string            // from the sidecar; "" when there is none
+	Metadata    map[string]string // from the sidecar; empty when there is none
+	Payload     []byte
+	Redelivered bool // it was nacked before
+
+	sidecar string
+	dir     string
+}
+
+// Consumer reads chunks in lexical order. In draining mode (drain_on_read,
+// the default) it holds the CONSUMER claim and deletes each chunk once its
+// message is acknowledged; otherwise it makes a non-destructive pass that
+// remembers its position and deletes nothing. A Consumer is safe for
+// concurrent use: acks and nacks may come from other goroutines while Read
+// waits.
+type Consumer struct {
+	mu          sync.Mutex
+	fsys        FS
+	opts        Options
+	layout      *Layout
+	claim       *claim
+	destructive bool
+
+	cursor   string      // the last payload name taken from a listing
+	pending  []string    // listed payloads not yet delivered, in order
+	retry    []*Delivery // nacked, delivered again first, in order
+	inflight map[string]*Delivery
+	settled  chan struct{} // closed and replaced on every ack or nack
+	watches  map[string]DirWatch
+	closed   bool
+}
+
+// OpenConsumer opens a consumer. A draining consumer takes the CONSUMER
+// claim (unless claims are disabled); a second one gets a *ClaimError naming
+// the holder.
+func OpenConsumer(fsys FS, o Options) (*Consumer, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	l, _ := o.Layout()
+	c := &Consumer{
+		fsys: fsys, opts: o, layout: l, destructive: o.DrainOnRead,
+		inflight: map[string]*Delivery{}, settled: make(chan struct{}), watches: map[string]DirWatch{},
+	}
+	if c.destructive && o.Claims {
+		cl, _, err := acquireClaim(fsys, o.Path, ConsumerFile, "consumer")
+		if err != nil {
+			return nil, err
+		}
+		if err := cl.record(nil); err != nil {
+			_ = cl.release()
+			return nil, fmt.Errorf("spool %s: record %s claim: %w", o.Path, ConsumerFile, err)
+		}
+		c.claim = cl
+	}
+	return c, nil
+}
+
+func (c *Consumer) errorf(format string, args ...any) error {
+	return fmt.Errorf("spool %s: "+format, append([]any{c.opts.Path}, args...)...)
+}
+
+// InFlight returns how many deliveries wait for an ack or a nack.
+func (c *Consumer) InFlight() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.inflight)
+}
+
+// Read returns between 1 and max deliveries in lexical name order, nacked
+// ones first. It waits for chunks when there are none, unless the consumer is
+// done: then it returns ErrEnd (see Options.ExitWhenEmpty and stop_on_done).
+// A sidecar it cannot parse stops it with a *SidecarError and deletes
+// nothing, unless bad_sidecar=deliver.
+func (c *Consumer) Read(ctx context.Context, max int) ([]*Delivery, error) {
+	if max < 1 {
+		max = 1
+	}
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, ErrClosed
+		}
+		out, err := c.fill(max)
+		if len(out) > 0 {
+			c.mu.Unlock()
+			return out, nil // a read error, if any, comes back on the next call
+		}
+		if err != nil {
+			c.mu.Unlock()
+			return nil, err
+		}
+		again, err := c.atEnd()
+		if err != nil || again {
+			c.mu.Unlock()
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		newWatch := c.refreshWatches()
+		settled := c.settled
+		chans := make([]<-chan struct{}, 0, len(c.watches))
+		for _, w := range c.watches {
+			chans = append(chans, w.C())
+		}
+		c.mu.Unlock()
+		if newWatch {
+			continue // look once more: a chunk may have landed before the watch
+		}
+		if err := wait(ctx, c.opts.PollInterval, settled, chans); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// fill takes up to max deliveries from the retry list and the listing.
+func (c *Consumer) fill(max int) ([]*Delivery, error) {
+	var out []*Delivery
+	for len(out) < max && len(c.retry) > 0 {
+		d := c.retry[0]
+		c.retry = c.retry[1:]
+		c.inflight[d.Name] = d
+		out = append(out, d)
+	}
+	for len(out) < max {
+		if len(c.pending) == 0 {
+			found, err := c.refill()
+			if err != nil {
+				return out, err
+			}
+			if !found {
+				break
+			}
+		}
+		name := c.pending[0]
+		d, err := c.load(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			c.pending = c.pending[1:] // taken by someone else: not ours to deliver
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		c.pending = c.pending[1:]
+		c.inflight[d.Name] = d
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// atEnd decides what to do when nothing can be delivered now: end (ErrEnd),
+// look again (again), or wait (false, nil).
+func (c *Consumer) atEnd() (again bool, err error) {
+	if c.opts.ExitWhenEmpty && len(c.inflight) == 0 {
+		return false, ErrEnd
+	}
+	if !c.opts.StopOnDone {
+		return false, nil
+	}
+	if _, err := c.fsys.Stat(DoneFile); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		return false, c.errorf("stat DONE: %w", err)
+	}
+	// DONE exists: everything the producer wrote is visible now, so one
+	// more look decides.
+	found, err := c.refill()
+	if err != nil || found {
+		return found, err
+	}
+	if len(c.inflight) == 0 {
+		return false, ErrEnd
+	}
+	return false, nil
+}
+
+// refill lists the next payloads after the cursor; a draining consumer that
+// finds none looks from the start too, for chunks that arrived out of order
+// or were acked with a failed delete.
+func (c *Consumer) refill() (bool, error) {
+	names, err := c.scan(c.cursor)
+	if err == nil && len(names) == 0 && c.destructive && c.cursor != "" {
+		names, err = c.scan("")
+	}
+	if err != nil {
+		return false, c.errorf("list: %w", err)
+	}
+	c.pending = names
+	if n := len(names); n > 0 && names[n-1] > c.cursor {
+		c.cursor = names[n-1]
+	}
+	return len(names) > 0, nil
+}
+
+// skip reports whether a payload is already in flight or waiting for
+// redelivery.
+func (c *Consumer) skip(name string) bool {
+	if _, ok := c.inflight[name]; ok {
+		return true
+	}
+	for _, d := range c.retry {
+		if d.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// scan returns the payload names after `after` in the first leaf directory
+// that has any, in order. A draining consumer removes empty shard
+// directories that have a later sibling on the way, never the newest one.
+func (c *Consumer) scan(after string) ([]string, error) {
+	var walk func(dir string, level int, hasLater bool) ([]string, error)
+	walk = func(dir string, level int, hasLater bool) ([]string, error) {
+		entries, err := c.fsys.ReadDir(dir)
+		if err != nil {
+			if dir != "." && errors.Is(err, fs.ErrNotExist) {
+				return nil, nil
+			}
+			return nil, err
+		}
+		if len(entries) == 0 && dir != "." && hasLater && c.destructive {
+			_ = c.fsys.Remove(dir) // best effort; a producer may have just used it
+			return nil, nil
+		}
+		if level == c.layout.Depth() {
+			var names []string
+			for _, e := range entries {
+				if !e.Type().IsRegular() {
+					continue
+				}
+				if _, kind, ok := c.layout.ParseLeaf(dir, e.Name()); !ok || kind != KindPayload {
+					continue
+				}
+				full := joinPath(dir, e.Name())
+				if full <= after || c.skip(full) {
+					continue
+				}
+				names = append(names, full)
+			}
+			return names, nil
+		}
+		shards := entries[:0:0]
+		for _, e := range entries {
+			if e.IsDir() && e.Type()&fs.ModeSymlink == 0 && c.layout.IsShardDir(e.Name()) {
+				shards = append(shards, e)
+			}
+		}
+		for i, e := range shards {
+			p := joinPath(dir, e.Name())
+			if after != "" && p < after[:min(len(p), len(after))] {
+				continue // every name below p sorts before the cursor
+			}
+			names, err := walk(p, level+1, hasLater || i < len(shards)-1)
+			if err != nil || len(names) > 0 {
+				return names, err
+			}
+		}
+		return nil, nil
+	}
+	return walk(".", 0, false)
+}
+
+// load reads a payload and its sidecar.
+func (c *Consumer) load(name string) (*Delivery, error) {
+	payload, err := readAll(c.fsys, name)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+		return nil, c.errorf("read %s: %w", name, err)
+	}
+	seq, _, _ := c.layout.Parse(name)
+	d := &Delivery{Name: name, Seq: seq, Payload: payload, Metadata: map[string]string{}, dir: parentDir(name)}
+	if !c.layout.Sidecars() {
+		return d, nil
+	}
+	d.sidecar = c.layout.SidecarOf(name)
+	b, err := readAll(c.fsys, d.sidecar)
+	if errors.Is(err, fs.ErrNotExist) {
+		return d, nil // a payload without a sidecar is a valid chunk
+	}
+	if err == nil {
+		var id string
+		var md map[string]string
+		if id, md, err = decodeSidecar(b); err == nil {
+			d.MessageID, d.Metadata = id, md
+			return d, nil
+		}
+	}
+	if c.opts.BadSidecar == BadSidecarDeliver {
+		return d, nil
+	}
+	return nil, c.errorf("%w", &SidecarError{Path: d.sidecar, Err: err})
+}
+
+func parentDir(name string) string {
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		return name[:i]
+	}
+	return "."
+}
+
+// Ack settles deliveries as processed. A draining consumer deletes each
+// payload, then its sidecar, and (fsync chunk or batch) syncs the
+// directories so that an acknowledged chunk cannot come back after a power
+// cut. A non-destructive consumer only forgets them.
+func (c *Consumer) Ack(ds ...*Delivery) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	defer c.signal()
+	var errs []error
+	dirs := make([]string, 0, 1)
+	for _, d := range ds {
+		if c.inflight[d.Name] != d {
+			errs = append(errs, fmt.Errorf("ack %s: %w", d.Name, ErrUnknownDelivery))
+			continue
+		}
+		delete(c.inflight, d.Name)
+		if !c.destructive {
+			continue
+		}
+		if err := removeIfExists(c.fsys, d.Name); err != nil {
+			errs = append(errs, c.errorf("delete acked %s: %w", d.Name, err))
+			continue
+		}
+		if d.sidecar != "" {
+			if err := removeIfExists(c.fsys, d.sidecar); err != nil {
+				errs = append(errs, c.errorf("delete acked sidecar %s: %w", d.sidecar, err))
+			}
+		}
+		switch c.opts.Fsync {
+		case FsyncChunk:
+			if err := c.fsys.SyncDir(d.dir); err != nil {
+				errs = append(errs, c.errorf("sync %s after ack: %w", d.dir, err))
+			}
+		case FsyncBatch:
+			if len(dirs) == 0 || dirs[len(dirs)-1] != d.dir {
+				dirs = append(dirs, d.dir)
+			}
+		}
+	}
+	for _, dir := range dirs {
+		if err := c.fsys.SyncDir(dir); err != nil {
+			errs = append(errs, c.errorf("sync %s after ack: %w", dir, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Nack settles deliveries as not processed: their chunks stay on disk and
+// are delivered again, before anything newer.
+func (c *Consumer) Nack(ds ...*Delivery) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	defer c.signal()
+	var errs []error
+	for _, d := range ds {
+		if c.inflight[d.Name] != d {
+			errs = append(errs, fmt.Errorf("nack %s: %w", d.Name, ErrUnknownDelivery))
+			continue
+		}
+		delete(c.inflight, d.Name)
+		d.Redelivered = true
+		i, _ := slices.BinarySearchFunc(c.retry, d.Name, func(x *Delivery, n string) int { return strings.Compare(x.Name, n) })
+		c.retry = slices.Insert(c.retry, i, d)
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Consumer) signal() {
+	close(c.settled)
+	c.settled = make(chan struct{})
+}
+
+// Close releases the claim. Deliveries still in flight stay on disk and are
+// delivered again by the next consumer.
+func (c *Consumer) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	c.closed = true
+	c.signal()
+	var errs []error
+	for _, w := range c.watches {
+		errs = append(errs, w.Close())
+	}
+	c.watches = nil
+	if c.claim != nil {
+		errs = append(errs, c.claim.release())
+	}
+	return errors.Join(errs...)
+}
+
+// refreshWatches keeps wake-up watches on the root and on the newest shard
+// directory at each level, where new chunks appear. It reports whether a
+// watch was added (a chunk may have arrived before it).
+func (c *Consumer) refreshWatches() bool {
+	dw, ok := c.fsys.(DirWatcher)
+	if !ok {
+		return false
+	}
+	want := []string{"."}
+	dir := "."
+	for range c.layout.Depth() {
+		entries, err := c.fsys.ReadDir(dir)
+		if err != nil {
+			break
+		}
+		last := ""
+		for _, e := range entries {
+			if e.IsDir() && e.Type()&fs.ModeSymlink == 0 && c.layout.IsShardDir(e.Name()) {
+				last = e.Name()
+			}
+		}
+		if last == "" {
+			break
+		}
+		dir = joinPath(dir, last)
+		want = append(want, dir)
+	}
+	added := false
+	for _, d := range want {
+		if _, ok := c.watches[d]; ok {
+			continue
+		}
+		w, err := dw.WatchDir(d)
+		if err != nil {
+			continue // polling still covers it
+		}
+		c.watches[d] = w
+		added = true
+	}
+	for d, w := range c.watches {
+		if !slices.Contains(want, d) {
+			_ = w.Close()
+			delete(c.watches, d)
+		}
+	}
+	return added
+}
+
+// wait blocks until a watch fires, a delivery settles, the poll interval
+// passes, or ctx ends.
+func wait(ctx context.Context, poll time.Duration, settled <-chan struct{}, watches []<-chan struct{}) error {
+	t := time.NewTimer(poll)
+	defer t.Stop()
+	done := make(chan struct{})
+	defer close(done)
+	woke := make(chan struct{}, 1)
+	for _, ch := range watches {
+		go func(ch <-chan struct{}) {
+			select {
+			case <-ch:
+				select {
+				case woke <- struct{}{}:
+				default:
+				}
+			case <-done:
+			}
+		}(ch)
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-settled:
+	case <-woke:
+	case <-t.C:
+	}
+	return nil
+}

@@ -1,0 +1,114 @@
+package core
+
+import (
+	"io"
+	"io/fs"
+)
+
+// FS is the filesystem a spool lives on. Every name is slash-separated and
+// relative to the spool root ("." is the root itself) and must satisfy
+// fs.ValidPath; an implementation never lets a name reach outside the root and
+// never follows a symbolic link.
+//
+// Durability rule: the bytes of a file are durable once File.Sync has
+// returned nil. The creation, rename or removal of a directory entry is
+// durable once SyncDir of the parent directory has returned nil. Nothing else
+// is promised to survive a power cut; everything that returned nil survives a
+// crash of the calling process.
+//
+// Errors are *fs.PathError values wrapping fs.ErrNotExist, fs.ErrExist,
+// syscall.ENOTEMPTY or ErrLocked where those apply, to be tested with
+// errors.Is.
+//
+// Optional abilities are separate interfaces found by type assertion:
+// DirWatcher (wake-ups on new entries) and FSSyncer (one flush for the whole
+// filesystem).
+type FS interface {
+	// CreateExcl creates name for writing. It fails with fs.ErrExist when
+	// name already exists (even as a dangling symlink), and with
+	// fs.ErrNotExist when its parent directory does not exist.
+	CreateExcl(name string) (File, error)
+
+	// Open opens the regular file name for reading. A symbolic link is not
+	// followed: opening one fails.
+	Open(name string) (File, error)
+
+	// Rename moves oldname to newname atomically and never replaces an
+	// existing newname: in that case it fails with fs.ErrExist and leaves
+	// both names as they were. It fails with fs.ErrNotExist when oldname or
+	// the parent of newname does not exist.
+	Rename(oldname, newname string) error
+
+	// Remove deletes a file or an empty directory. It fails with
+	// fs.ErrNotExist when name does not exist and with syscall.ENOTEMPTY
+	// when name is a directory that has entries.
+	Remove(name string) error
+
+	// Mkdir creates the directory name. It fails with fs.ErrExist when name
+	// exists and fs.ErrNotExist when its parent does not.
+	Mkdir(name string) error
+
+	// ReadDir lists the entries of directory name sorted by name. Entry
+	// types are reported without following symbolic links.
+	ReadDir(name string) ([]fs.DirEntry, error)
+
+	// Stat describes name without following a symbolic link (like lstat).
+	Stat(name string) (fs.FileInfo, error)
+
+	// SyncDir makes durable every creation, rename and removal of entries
+	// of the directory name that has happened so far.
+	SyncDir(name string) error
+
+	// Lock takes a non-blocking exclusive lock on the claim file name,
+	// creating the file when it is missing. When another holder has it,
+	// Lock fails at once with an error wrapping ErrLocked. The lock is
+	// released by Claim.Release or when the holding process dies; the claim
+	// file itself is never removed.
+	Lock(name string) (Claim, error)
+}
+
+// File is an open file of an FS. A file from CreateExcl is write-only, one
+// from Open is read-only.
+type File interface {
+	io.Reader
+	io.Writer
+	io.Closer
+	// Sync makes the bytes written so far durable.
+	Sync() error
+	// Stat describes the open file.
+	Stat() (fs.FileInfo, error)
+}
+
+// Claim is a held lock on a claim file.
+type Claim interface {
+	// Write replaces the whole content of the claim file with data and
+	// makes it durable. Other processes read it to learn who holds the
+	// claim.
+	Write(data []byte) error
+	// Release gives up the lock. The file stays in place.
+	Release() error
+}
+
+// DirWatcher is implemented by an FS that can wake a waiting consumer when an
+// entry appears in a directory (inotify on Linux).
+type DirWatcher interface {
+	// WatchDir reports on the returned DirWatch's channel, at least once and
+	// possibly coalesced, after an entry is created in or renamed into the
+	// directory name.
+	WatchDir(name string) (DirWatch, error)
+}
+
+// DirWatch is a live watch on one directory.
+type DirWatch interface {
+	// C receives a value after the directory changed.
+	C() <-chan struct{}
+	// Close stops the watch and releases its resources.
+	Close() error
+}
+
+// FSSyncer is implemented by an FS that can flush every written file at
+// once (syncfs on Linux). After SyncAll returns nil, the bytes of every file
+// written before the call are durable, as if each had been synced.
+type FSSyncer interface {
+	SyncAll() error
+}

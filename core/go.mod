@@ -1,0 +1,3 @@
+module github.com/mqb-project/mqb/core
+
+go 1.26

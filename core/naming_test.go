@@ -1,0 +1,141 @@
+package core
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestLayoutNames(t *testing.T) {
+	tests := []struct {
+		name                 string
+		pattern              string
+		depth, width         int
+		payExt, metaExt      string
+		seq                  uint64
+		wantPayload, wantDir string
+		wantSidecar          string
+	}{
+		{"default", "{seq:09}", 0, 3, ".bin", ".json", 0, "000000000.bin", ".", "000000000.json"},
+		{"default one", "{seq:09}", 0, 3, ".bin", ".json", 1, "000000001.bin", ".", "000000001.json"},
+		{"seed shard example", "{seq:09}", 2, 3, ".bin", ".json", 1, "000/000/001.bin", "000/000", "000/000/001.json"},
+		{"seed telemetry example", "{seq:012}", 2, 3, ".bin", ".json", 1, "000/000/000001.bin", "000/000", "000/000/000001.json"},
+		{"shard boundary", "{seq:09}", 2, 3, ".bin", ".json", 123456789, "123/456/789.bin", "123/456", "123/456/789.json"},
+		{"literal suffix", "{seq:06}-orders", 0, 3, ".jsonl", ".meta", 42, "000042-orders.jsonl", ".", "000042-orders.meta"},
+		{"no sidecars", "{seq:04}", 1, 2, ".bin", "", 7, "00/07.bin", "00", ""},
+		{"deep narrow", "{seq:05}", 4, 1, ".bin", ".json", 12345, "1/2/3/4/5.bin", "1/2/3/4", "1/2/3/4/5.json"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := NewLayout(tt.pattern, tt.depth, tt.width, tt.payExt, tt.metaExt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := l.Payload(tt.seq); got != tt.wantPayload {
+				t.Errorf("Payload(%d) = %q, want %q", tt.seq, got, tt.wantPayload)
+			}
+			if got := l.Dir(tt.seq); got != tt.wantDir {
+				t.Errorf("Dir(%d) = %q, want %q", tt.seq, got, tt.wantDir)
+			}
+			if got := l.Sidecar(tt.seq); got != tt.wantSidecar {
+				t.Errorf("Sidecar(%d) = %q, want %q", tt.seq, got, tt.wantSidecar)
+			}
+			if got := l.SidecarOf(tt.wantPayload); got != tt.wantSidecar {
+				t.Errorf("SidecarOf(%q) = %q, want %q", tt.wantPayload, got, tt.wantSidecar)
+			}
+			for _, c := range []struct {
+				name string
+				kind Kind
+			}{{tt.wantPayload, KindPayload}, {tt.wantSidecar, KindSidecar}, {tt.wantPayload + ".tmp", KindPayloadTmp}, {tt.wantSidecar + ".tmp", KindSidecarTmp}} {
+				if c.name == "" || c.name == ".tmp" {
+					continue
+				}
+				seq, kind, ok := l.Parse(c.name)
+				if !ok || seq != tt.seq || kind != c.kind {
+					t.Errorf("Parse(%q) = %d, %d, %v; want %d, %d, true", c.name, seq, kind, ok, tt.seq, c.kind)
+				}
+			}
+		})
+	}
+}
+
+func TestLayoutParseRejects(t *testing.T) {
+	l, err := NewLayout("{seq:09}", 2, 3, ".bin", ".json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{
+		"PRODUCER", "DONE", "000/000/01.bin", "000/000/0001.bin", "000/000/00a.bin", "000/000/001.txt",
+		"000/001.bin", "0000/000/001.bin", "000/000/000/001.bin", "001.bin", "000/00x/001.bin", "000/000/.bin",
+	} {
+		if seq, kind, ok := l.Parse(name); ok {
+			t.Errorf("Parse(%q) = %d, %d, true; want not a chunk", name, seq, kind)
+		}
+	}
+	flat, _ := NewLayout("{seq:03}", 0, 3, ".bin", ".json")
+	if _, _, ok := flat.Parse("sub/001.bin"); ok {
+		t.Error("a flat layout must not accept names in subdirectories")
+	}
+}
+
+func TestLayoutOrderIsSequenceOrder(t *testing.T) {
+	l, _ := NewLayout("{seq:06}x", 2, 2, ".bin", ".json")
+	prev := ""
+	for seq := uint64(0); seq < 20000; seq += 7 {
+		name := l.Payload(seq)
+		if name <= prev {
+			t.Fatalf("lexical order broken: %q after %q", name, prev)
+		}
+		prev = name
+	}
+}
+
+func TestLayoutInvalid(t *testing.T) {
+	tests := []struct {
+		name         string
+		pattern      string
+		depth, width int
+		pay, meta    string
+		wantField    string
+	}{
+		{"no token", "orders-{seq:09}", 0, 3, ".bin", ".json", "naming_pattern"},
+		{"unclosed", "{seq:09", 0, 3, ".bin", ".json", "naming_pattern"},
+		{"zero digits", "{seq:0}", 0, 3, ".bin", ".json", "naming_pattern"},
+		{"too many digits", "{seq:20}", 0, 3, ".bin", ".json", "naming_pattern"},
+		{"slash", "{seq:09}/x", 0, 3, ".bin", ".json", "naming_pattern"},
+		{"dotdot", "{seq:09}..x", 0, 3, ".bin", ".json", "naming_pattern"},
+		{"second token", "{seq:09}{seq:02}", 0, 3, ".bin", ".json", "naming_pattern"},
+		{"shards eat all digits", "{seq:06}", 2, 3, ".bin", ".json", "shard_depth"},
+		{"negative depth", "{seq:09}", -1, 3, ".bin", ".json", "shard_depth"},
+		{"zero width", "{seq:09}", 2, 0, ".bin", ".json", "shard_width"},
+		{"empty payload ext", "{seq:09}", 0, 3, "", ".json", "payload_extension"},
+		{"ext without dot", "{seq:09}", 0, 3, "bin", ".json", "payload_extension"},
+		{"ext with slash", "{seq:09}", 0, 3, ".b/in", ".json", "payload_extension"},
+		{"tmp ext", "{seq:09}", 0, 3, ".tmp", ".json", "payload_extension"},
+		{"same ext", "{seq:09}", 0, 3, ".json", ".json", "metadata_extension"},
+		{"suffix ext", "{seq:09}", 0, 3, ".x.json", ".json", "metadata_extension"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewLayout(tt.pattern, tt.depth, tt.width, tt.pay, tt.meta)
+			var oe *OptionError
+			if !errors.As(err, &oe) || !errors.Is(err, ErrInvalidOption) {
+				t.Fatalf("err = %v, want *OptionError", err)
+			}
+			if oe.Field != tt.wantField {
+				t.Errorf("field = %q, want %q (%v)", oe.Field, tt.wantField, err)
+			}
+		})
+	}
+}
+
+func TestMaxSeq(t *testing.T) {
+	l, _ := NewLayout("{seq:03}", 0, 3, ".bin", "")
+	if l.MaxSeq() != 999 {
+		t.Fatalf("MaxSeq = %d", l.MaxSeq())
+	}
+	l, _ = NewLayout("{seq:19}", 0, 3, ".bin", "")
+	if l.MaxSeq() != 9999999999999999999 || !strings.HasPrefix(l.Payload(l.MaxSeq()), "9999999999999999999") {
+		t.Fatalf("MaxSeq = %d, name %s", l.MaxSeq(), l.Payload(l.MaxSeq()))
+	}
+}

@@ -1,0 +1,201 @@
+package core
+
+import (
+	"io/fs"
+	"net/url"
+	"time"
+)
+
+// Fsync policies.
+const (
+	FsyncNone  = "none"
+	FsyncBatch = "batch"
+	FsyncChunk = "chunk"
+)
+
+// emit_done values.
+const (
+	EmitNever   = "never"
+	EmitSuccess = "success"
+	EmitAlways  = "always"
+)
+
+// bad_sidecar values.
+const (
+	BadSidecarFail    = "fail"
+	BadSidecarDeliver = "deliver"
+)
+
+// SpoolSchema is the option table of the directory spool. Every field has the
+// same name as a URL query parameter and under dir_spool: in YAML.
+var SpoolSchema = &Schema{
+	Name: "dir_spool",
+	Fields: []Field{
+		{Name: "path", Type: TypeString, Required: true,
+			Doc: "Absolute path of the spool directory. In a URL it is the URL path, never a query parameter."},
+		{Name: "naming_pattern", Type: TypeString, Default: "{seq:09}",
+			Doc: "File name pattern. Must start with {seq:N}: the sequence number zero-padded to N digits (1-19); literal text may follow. The producer stops with an error rather than exceed N digits."},
+		{Name: "payload_extension", Type: TypeString, Default: ".bin",
+			Doc: "Suffix of payload files. Only changes names and which files a consumer picks up, never how payloads are parsed."},
+		{Name: "metadata_extension", Type: TypeString, Default: ".json",
+			Doc: "Suffix of the JSON metadata sidecars. Empty: no sidecars are written, and none are read."},
+		{Name: "shard_depth", Type: TypeInt, Default: "0", Min: 0, Max: 18,
+			Doc: "Number of directory levels made from the leading sequence digits. 0 keeps every chunk in the spool directory."},
+		{Name: "shard_width", Type: TypeInt, Default: "3", Min: 1, Max: 18,
+			Doc: "Digits per shard directory. shard_depth*shard_width must be less than N."},
+		{Name: "fsync", Type: TypeEnum, Default: FsyncChunk, Enum: []string{FsyncNone, FsyncBatch, FsyncChunk},
+			Doc: "When writes and deletes are flushed to stable storage: after every chunk, once per batch, or never (survives a process crash, not a power cut)."},
+		{Name: "atomic", Type: TypeBool, Default: "true",
+			Doc: "Write each file under a .tmp name and rename it into place, so readers never see a partial chunk. false writes final names directly."},
+		{Name: "emit_done", Type: TypeEnum, Default: EmitNever, Enum: []string{EmitNever, EmitSuccess, EmitAlways},
+			Doc: "When a producer writes the DONE sentinel as it closes: never, only after a successful run, or always (recording the status)."},
+		{Name: "stop_on_done", Type: TypeBool, Default: "false",
+			Doc: "A consumer ends once DONE exists, no payload is left and nothing is in flight."},
+		{Name: "drain_on_read", Type: TypeBool, Default: "true",
+			Doc: "A consumer deletes each chunk once its message is acknowledged. false reads without deleting and without a CONSUMER claim."},
+		{Name: "claims", Type: TypeBool, Default: "true",
+			Doc: "Take the PRODUCER and CONSUMER claims. Disabling them is unsafe: two producers can collide and two consumers can deliver duplicates."},
+		{Name: "bad_sidecar", Type: TypeEnum, Default: BadSidecarFail, Enum: []string{BadSidecarFail, BadSidecarDeliver},
+			Doc: "What a consumer does with a sidecar it cannot parse: stop with an error naming the file, or deliver the payload with empty metadata."},
+		{Name: "poll_interval", Type: TypeDuration, Default: "250ms",
+			Doc: "How often a waiting consumer looks for new chunks. Backends with wake-ups (inotify) react at once and poll only as a safety net."},
+		{Name: "backend", Type: TypeString, Default: "os",
+			Doc: "Filesystem backend: os (the real filesystem), memfs (in-process memory), or a name registered by a library user."},
+		{Name: "file_mode", Type: TypeFileMode, Default: "0600",
+			Doc: "Permission bits of files the spool creates (os backend)."},
+		{Name: "dir_mode", Type: TypeFileMode, Default: "0700",
+			Doc: "Permission bits of directories the spool creates (os backend)."},
+	},
+}
+
+// Options configures a producer or a consumer. Build it with DefaultOptions,
+// OptionsFromValues or ParseURL so that defaults are right; the zero value is
+// not valid.
+type Options struct {
+	Path          string // spool directory; used in messages and by backends
+	NamingPattern string
+	PayloadExt    string
+	MetadataExt   string
+	ShardDepth    int
+	ShardWidth    int
+	Fsync         string
+	Atomic        bool
+	EmitDone      string
+	StopOnDone    bool
+	DrainOnRead   bool
+	Claims        bool
+	BadSidecar    string
+	PollInterval  time.Duration
+	Backend       string
+	FileMode      fs.FileMode
+	DirMode       fs.FileMode
+
+	// ExitWhenEmpty makes Consumer.Read return ErrEnd as soon as the backlog
+	// is empty and nothing is in flight (the route's --drain). It has no URL
+	// spelling.
+	ExitWhenEmpty bool
+}
+
+// DefaultOptions returns the defaults of every field for the spool at path.
+func DefaultOptions(path string) Options {
+	v, err := SpoolSchema.DecodeMap(map[string]any{"path": path})
+	if err != nil {
+		panic(err)
+	}
+	o, err := OptionsFromValues(v)
+	if err != nil {
+		panic(err)
+	}
+	return o
+}
+
+// OptionsFromValues converts decoded values into Options and validates the
+// combination.
+func OptionsFromValues(v *Values) (Options, error) {
+	o := Options{
+		Path:          v.String("path"),
+		NamingPattern: v.String("naming_pattern"),
+		PayloadExt:    v.String("payload_extension"),
+		MetadataExt:   v.String("metadata_extension"),
+		ShardDepth:    v.Int("shard_depth"),
+		ShardWidth:    v.Int("shard_width"),
+		Fsync:         v.String("fsync"),
+		Atomic:        v.Bool("atomic"),
+		EmitDone:      v.String("emit_done"),
+		StopOnDone:    v.Bool("stop_on_done"),
+		DrainOnRead:   v.Bool("drain_on_read"),
+		Claims:        v.Bool("claims"),
+		BadSidecar:    v.String("bad_sidecar"),
+		PollInterval:  v.Duration("poll_interval"),
+		Backend:       v.String("backend"),
+		FileMode:      fs.FileMode(v.FileMode("file_mode")),
+		DirMode:       fs.FileMode(v.FileMode("dir_mode")),
+	}
+	return o, o.Validate()
+}
+
+// Validate checks the combination of options.
+func (o Options) Validate() error {
+	if o.Path == "" {
+		return &OptionError{Field: "path", Msg: "is required"}
+	}
+	if o.PollInterval <= 0 {
+		return &OptionError{Field: "poll_interval", Value: o.PollInterval.String(), Msg: "must be positive"}
+	}
+	_, err := o.Layout()
+	return err
+}
+
+// Layout returns the naming layout the options describe.
+func (o Options) Layout() (*Layout, error) {
+	return NewLayout(o.NamingPattern, o.ShardDepth, o.ShardWidth, o.PayloadExt, o.MetadataExt)
+}
+
+// SpoolSchemes are the URL schemes of the directory spool.
+var SpoolSchemes = []string{"dir-spool", "spool", "dirspool"}
+
+// ParseURL parses dir-spool:///abs/path?field=value (or the spool:// and
+// dirspool:// aliases). The path must be absolute and come from the URL
+// path; a path query parameter is refused.
+func ParseURL(raw string) (Options, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return Options{}, &OptionError{Field: "url", Value: raw, Msg: err.Error()}
+	}
+	return OptionsFromURL(u)
+}
+
+// OptionsFromURL is ParseURL for an already parsed URL.
+func OptionsFromURL(u *url.URL) (Options, error) {
+	known := false
+	for _, s := range SpoolSchemes {
+		known = known || u.Scheme == s
+	}
+	if !known {
+		return Options{}, &OptionError{Field: "scheme", Value: u.Scheme, Msg: "not a directory spool URL", Valid: SpoolSchemes}
+	}
+	if u.Host != "" {
+		return Options{}, &OptionError{Field: "path", Value: u.Host + u.Path,
+			Msg: "must be absolute: write three slashes, as in dir-spool:///var/spool/orders"}
+	}
+	if u.Opaque != "" || u.Path == "" || u.Path[0] != '/' {
+		return Options{}, &OptionError{Field: "path", Value: u.Opaque + u.Path, Msg: "must be an absolute path, as in dir-spool:///var/spool/orders"}
+	}
+	q := u.Query()
+	if _, ok := q["path"]; ok {
+		return Options{}, &OptionError{Field: "path", Msg: "comes from the URL path, not a query parameter"}
+	}
+	m := make(map[string]any, len(q)+1)
+	for k, vs := range q {
+		if len(vs) > 1 {
+			return Options{}, &OptionError{Field: k, Msg: "given more than once"}
+		}
+		m[k] = vs[0]
+	}
+	m["path"] = u.Path
+	v, err := SpoolSchema.DecodeMap(m)
+	if err != nil {
+		return Options{}, err
+	}
+	return OptionsFromValues(v)
+}

@@ -1,0 +1,572 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Producer appends messages to a spool. It holds the PRODUCER claim (unless
+// claims are disabled) from OpenProducer until Close. A Producer is safe for
+// concurrent use; writes are serialized.
+type Producer struct {
+	mu     sync.Mutex
+	fsys   FS
+	opts   Options
+	layout *Layout
+	claim  *claim
+
+	next     uint64 // next sequence to assign
+	reserved uint64 // high-water mark recorded in PRODUCER; next never passes it unrecorded
+	block    uint64 // how far ahead each reservation reaches
+	count    uint64 // messages this producer made durable
+	lastSeq  *uint64
+	failed   error // sticky: set after a failed sync or undo
+	closed   bool
+	madeDirs map[string]bool // shard directories known to exist
+}
+
+// DoneRecord is the content of the DONE sentinel.
+type DoneRecord struct {
+	Status  string    `json:"status"` // success or failure
+	Error   string    `json:"error,omitempty"`
+	Count   uint64    `json:"count"`              // messages written by the producer that wrote DONE
+	LastSeq *uint64   `json:"last_seq,omitempty"` // its last sequence number
+	Time    time.Time `json:"time"`
+}
+
+// OpenProducer takes the PRODUCER claim and recovers the spool: it removes
+// .tmp leftovers and sidecars without a payload, removes a stale DONE
+// sentinel durably, and resumes after the highest sequence number ever used.
+func OpenProducer(fsys FS, o Options) (*Producer, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	l, _ := o.Layout()
+	p := &Producer{fsys: fsys, opts: o, layout: l, madeDirs: map[string]bool{".": true}}
+	p.block = min(1024, max(1, (l.MaxSeq()+1)/1000))
+	var prev *Holder
+	if o.Claims {
+		c, h, err := acquireClaim(fsys, o.Path, ProducerFile, "producer")
+		if err != nil {
+			return nil, err
+		}
+		p.claim, prev = c, h
+	}
+	if err := p.recover(prev); err != nil {
+		p.releaseClaim()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Producer) releaseClaim() {
+	if p.claim != nil {
+		_ = p.claim.release()
+		p.claim = nil
+	}
+}
+
+func (p *Producer) errorf(format string, args ...any) error {
+	return fmt.Errorf("spool %s: "+format, append([]any{p.opts.Path}, args...)...)
+}
+
+func (p *Producer) syncing() bool { return p.opts.Fsync != FsyncNone }
+
+func (p *Producer) recover(prev *Holder) error {
+	var next uint64
+	seen := false
+	touched := map[string]bool{}
+	err := walkLeaves(p.fsys, p.layout, func(dir string, names []fs.DirEntry) error {
+		payloads := map[uint64]bool{}
+		var sidecars []string
+		var seqs []uint64
+		for _, e := range names {
+			if !e.Type().IsRegular() {
+				continue
+			}
+			seq, kind, ok := p.layout.ParseLeaf(dir, e.Name())
+			if !ok {
+				continue
+			}
+			if !seen || seq >= next {
+				next, seen = seq+1, true
+			}
+			full := joinPath(dir, e.Name())
+			switch kind {
+			case KindPayload:
+				payloads[seq] = true
+			case KindSidecar:
+				sidecars = append(sidecars, full)
+				seqs = append(seqs, seq)
+			case KindPayloadTmp, KindSidecarTmp:
+				if err := removeIfExists(p.fsys, full); err != nil {
+					return p.errorf("remove leftover %s: %w", full, err)
+				}
+				touched[dir] = true
+			}
+		}
+		for i, sc := range sidecars {
+			if !payloads[seqs[i]] {
+				if err := removeIfExists(p.fsys, sc); err != nil {
+					return p.errorf("remove orphan sidecar %s: %w", sc, err)
+				}
+				touched[dir] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if p.syncing() {
+		for dir := range touched {
+			if err := p.fsys.SyncDir(dir); err != nil {
+				return p.errorf("sync %s after recovery: %w", dir, err)
+			}
+		}
+	}
+	if prev != nil && prev.NextSeq != nil && *prev.NextSeq > next {
+		next = *prev.NextSeq
+	}
+	p.next = next
+	if _, err := p.fsys.Stat(DoneFile); err == nil {
+		if err := removeIfExists(p.fsys, DoneFile); err != nil {
+			return p.errorf("remove stale DONE: %w", err)
+		}
+		if err := p.fsys.SyncDir("."); err != nil {
+			return p.errorf("sync after removing stale DONE: %w", err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return p.errorf("stat DONE: %w", err)
+	}
+	return p.reserve(p.next)
+}
+
+// reserve records a high-water mark covering at least upto, so that a
+// producer that crashes never lets a successor reuse a number.
+func (p *Producer) reserve(upto uint64) error {
+	if p.claim == nil {
+		p.reserved = ^uint64(0)
+		return nil
+	}
+	mark := min(upto+p.block, p.layout.MaxSeq()+1)
+	if mark < upto {
+		mark = upto
+	}
+	if err := p.claim.record(&mark); err != nil {
+		return p.errorf("record sequence high-water mark in %s: %w", ProducerFile, err)
+	}
+	p.reserved = mark
+	return nil
+}
+
+// NextSeq returns the sequence number the next message will get.
+func (p *Producer) NextSeq() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.next
+}
+
+// Count returns how many messages this producer has made durable.
+func (p *Producer) Count() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.count
+}
+
+// Write stores msgs as one chunk each, in order. When it returns, the first n
+// chunks are visible to consumers and, unless fsync=none, durable; on error
+// the rest are not visible and no partial chunk is. With fsync=chunk n counts
+// every chunk committed before the failure; with batch and none, a failed
+// batch is undone, so n is 0 or len(msgs).
+//
+// Messages without an ID get a fresh one (the Message values are updated).
+// The sequence numbers of a failed batch are never used again.
+func (p *Producer) Write(ctx context.Context, msgs []Message) (n int, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return 0, ErrClosed
+	}
+	if p.failed != nil {
+		return 0, p.failed
+	}
+	if len(msgs) == 0 {
+		return 0, nil
+	}
+	if last := p.next + uint64(len(msgs)) - 1; last > p.layout.MaxSeq() || last < p.next {
+		return 0, p.errorf("%w: writing %d more message(s) from sequence %d would pass %d, the largest number naming_pattern %q can hold; drain the spool and move to a new one or a wider pattern",
+			ErrSequenceExhausted, len(msgs), p.next, p.layout.MaxSeq(), p.opts.NamingPattern)
+	}
+	for i := range msgs {
+		if msgs[i].ID == "" {
+			msgs[i].ID = NewMessageID()
+		}
+	}
+	if p.opts.Fsync == FsyncChunk {
+		for i := range msgs {
+			if err := ctx.Err(); err != nil {
+				return n, err
+			}
+			if err := p.writeBatch(msgs[i : i+1]); err != nil {
+				return n, err
+			}
+			n++
+		}
+		return n, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := p.writeBatch(msgs); err != nil {
+		return 0, err
+	}
+	return len(msgs), nil
+}
+
+// chunkFiles are the names of one chunk being written.
+type chunkFiles struct {
+	seq               uint64
+	dir               string
+	payload, sidecar  string // final names; sidecar "" without sidecars
+	payTmp, sideTmp   string // names written first (== final names when atomic=false)
+	payDone, sideDone bool   // the final name exists and is ours
+	payTmpMade        bool
+	sideTmpMade       bool
+}
+
+// fail makes err sticky and returns it.
+func (p *Producer) fail(err error) error {
+	p.failed = fmt.Errorf("%w: %w", ErrProducerFailed, err)
+	return p.failed
+}
+
+func (p *Producer) writeBatch(msgs []Message) (err error) {
+	first := p.next
+	p.next += uint64(len(msgs)) // numbers are burned even if the batch fails
+	if p.next > p.reserved {
+		if err := p.reserve(p.next); err != nil {
+			return p.fail(err)
+		}
+	}
+	chunks := make([]chunkFiles, len(msgs))
+	dirs := make([]string, 0, 2)
+	for i := range msgs {
+		seq := first + uint64(i)
+		c := &chunks[i]
+		c.seq, c.dir, c.payload, c.sidecar = seq, p.layout.Dir(seq), p.layout.Payload(seq), p.layout.Sidecar(seq)
+		c.payTmp, c.sideTmp = c.payload, c.sidecar
+		if p.opts.Atomic {
+			c.payTmp = c.payload + TmpSuffix
+			if c.sidecar != "" {
+				c.sideTmp = c.sidecar + TmpSuffix
+			}
+		}
+		if len(dirs) == 0 || dirs[len(dirs)-1] != c.dir {
+			dirs = append(dirs, c.dir)
+		}
+	}
+	defer func() {
+		if err != nil {
+			if uerr := p.undo(chunks); uerr != nil && p.failed == nil {
+				p.fail(fmt.Errorf("%v; then undoing the batch failed: %w", err, uerr))
+			}
+		}
+	}()
+
+	// 1-2. Sidecar then payload of every chunk, under their write names.
+	for i := range chunks {
+		c := &chunks[i]
+		if c.sidecar != "" {
+			if err := p.writeFile(c.dir, c.sideTmp, encodeSidecar(msgs[i].ID, msgs[i].Metadata)); err != nil {
+				return err
+			}
+			c.sideTmpMade = true
+		}
+		if err := p.writeFile(c.dir, c.payTmp, msgs[i].Payload); err != nil {
+			return err
+		}
+		c.payTmpMade = true
+	}
+	if p.syncing() && !p.perFileSync() {
+		if err := p.fsys.(FSSyncer).SyncAll(); err != nil {
+			return p.fail(p.errorf("sync written files: %w", err))
+		}
+	}
+	if !p.opts.Atomic {
+		for i := range chunks {
+			chunks[i].payDone, chunks[i].sideDone = true, chunks[i].sidecar != ""
+		}
+		return p.syncDirs(dirs)
+	}
+	// 3-4. Sidecars into place, then make them durable before any payload
+	// can be seen, so a visible payload always has its sidecar.
+	if p.layout.Sidecars() {
+		for i := range chunks {
+			c := &chunks[i]
+			if err := p.fsys.Rename(c.sideTmp, c.sidecar); err != nil {
+				return p.errorf("rename %s into place: %w", c.sideTmp, err)
+			}
+			c.sideTmpMade, c.sideDone = false, true
+		}
+		if err := p.syncDirs(dirs); err != nil {
+			return err
+		}
+	}
+	// 5. Payloads into place: the commit point of each chunk.
+	for i := range chunks {
+		c := &chunks[i]
+		if err := p.fsys.Rename(c.payTmp, c.payload); err != nil {
+			return p.errorf("rename %s into place: %w", c.payTmp, err)
+		}
+		c.payTmpMade, c.payDone = false, true
+	}
+	if err := p.syncDirs(dirs); err != nil {
+		return err
+	}
+	p.count += uint64(len(chunks))
+	last := first + uint64(len(chunks)) - 1
+	p.lastSeq = &last
+	return nil
+}
+
+// perFileSync reports whether each file is synced on its own, rather than
+// with one FSSyncer.SyncAll per batch.
+func (p *Producer) perFileSync() bool {
+	if p.opts.Fsync != FsyncBatch {
+		return true
+	}
+	_, ok := p.fsys.(FSSyncer)
+	return !ok
+}
+
+func (p *Producer) syncDirs(dirs []string) error {
+	if !p.syncing() {
+		return nil
+	}
+	for _, d := range dirs {
+		if err := p.fsys.SyncDir(d); err != nil {
+			return p.fail(p.errorf("sync directory %s: %w", d, err))
+		}
+	}
+	return nil
+}
+
+// writeFile creates name exclusively, writes data and syncs it when the
+// policy asks for a sync per file. It makes missing shard directories.
+func (p *Producer) writeFile(dir, name string, data []byte) (err error) {
+	f, err := p.createIn(dir, name)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := f.Close(); cerr != nil && err == nil {
+			err = p.errorf("close %s: %w", name, cerr)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return p.errorf("write %s: %w", name, err)
+	}
+	if p.syncing() && p.perFileSync() {
+		if err := f.Sync(); err != nil {
+			return p.fail(p.errorf("sync %s: %w", name, err))
+		}
+	}
+	return nil
+}
+
+// createIn creates name in dir, making dir (and its parents) when missing. A
+// consumer may remove an empty shard directory at any moment, so a create
+// that finds its directory gone makes it again.
+func (p *Producer) createIn(dir, name string) (File, error) {
+	for attempt := 0; ; attempt++ {
+		if !p.madeDirs[dir] {
+			if err := p.makeDirs(dir); err != nil {
+				return nil, err
+			}
+		}
+		f, err := p.fsys.CreateExcl(name)
+		if err == nil {
+			return f, nil
+		}
+		if errors.Is(err, fs.ErrNotExist) && attempt < 3 {
+			delete(p.madeDirs, dir)
+			continue
+		}
+		if errors.Is(err, fs.ErrExist) {
+			return nil, p.errorf("create %s: %w (another producer is writing this spool, or claims are disabled)", name, err)
+		}
+		return nil, p.errorf("create %s: %w", name, err)
+	}
+}
+
+// makeDirs creates the shard directories down to dir, syncing each new one
+// together with its parent before anything is renamed into it.
+func (p *Producer) makeDirs(dir string) error {
+	parts := strings.Split(dir, "/")
+	cur := "."
+	for _, part := range parts {
+		parent := cur
+		cur = joinPath(cur, part)
+		err := p.fsys.Mkdir(cur)
+		if err != nil && !errors.Is(err, fs.ErrExist) {
+			return p.errorf("make shard directory %s: %w", cur, err)
+		}
+		if err == nil && p.syncing() {
+			if err := p.fsys.SyncDir(cur); err != nil {
+				return p.fail(p.errorf("sync new shard directory %s: %w", cur, err))
+			}
+			if err := p.fsys.SyncDir(parent); err != nil {
+				return p.fail(p.errorf("sync directory %s: %w", parent, err))
+			}
+		}
+	}
+	// Keep the cache small: a producer moves through directories in order.
+	if len(p.madeDirs) > 64 {
+		p.madeDirs = map[string]bool{".": true}
+	}
+	p.madeDirs[dir] = true
+	return nil
+}
+
+// undo removes everything a failed batch made, payloads first, so that no
+// chunk of it stays visible. Files that are already gone are fine.
+func (p *Producer) undo(chunks []chunkFiles) error {
+	var errs []error
+	dirs := map[string]bool{}
+	rm := func(name string, dir string) {
+		if err := removeIfExists(p.fsys, name); err != nil {
+			errs = append(errs, err)
+		}
+		dirs[dir] = true
+	}
+	for i := range chunks {
+		c := &chunks[i]
+		if c.payDone {
+			rm(c.payload, c.dir)
+		}
+		if c.payTmpMade {
+			rm(c.payTmp, c.dir)
+		}
+	}
+	for i := range chunks {
+		c := &chunks[i]
+		if c.sideDone {
+			rm(c.sidecar, c.dir)
+		}
+		if c.sideTmpMade {
+			rm(c.sideTmp, c.dir)
+		}
+	}
+	if len(errs) == 0 && p.syncing() && p.failed == nil {
+		for d := range dirs {
+			if err := p.fsys.SyncDir(d); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close ends a successful run: it writes the DONE sentinel when emit_done is
+// success or always, records the next sequence number and releases the claim.
+func (p *Producer) Close() error { return p.CloseWithError(nil) }
+
+// CloseWithError ends a run that failed with cause (nil means success): DONE
+// is written, with status failure, only when emit_done is always.
+func (p *Producer) CloseWithError(cause error) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	p.closed = true
+	defer p.releaseClaim()
+	if p.failed != nil && cause == nil {
+		cause = p.failed
+	}
+	var errs []error
+	emit := p.opts.EmitDone == EmitAlways || (p.opts.EmitDone == EmitSuccess && cause == nil)
+	if emit {
+		if err := p.writeDone(cause); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if p.claim != nil && p.failed == nil {
+		next := p.next
+		if err := p.claim.record(&next); err != nil {
+			errs = append(errs, p.errorf("record next sequence: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (p *Producer) writeDone(cause error) error {
+	rec := DoneRecord{Status: "success", Count: p.count, LastSeq: p.lastSeq, Time: time.Now().UTC()}
+	if cause != nil {
+		rec.Status, rec.Error = "failure", cause.Error()
+	}
+	b, _ := json.MarshalIndent(rec, "", "  ")
+	tmp := DoneFile + TmpSuffix
+	if err := removeIfExists(p.fsys, tmp); err != nil {
+		return p.errorf("remove %s: %w", tmp, err)
+	}
+	f, err := p.fsys.CreateExcl(tmp)
+	if err != nil {
+		return p.errorf("create %s: %w", tmp, err)
+	}
+	_, werr := f.Write(append(b, '\n'))
+	if werr == nil && p.syncing() {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		if werr = removeIfExists(p.fsys, DoneFile); werr == nil {
+			werr = p.fsys.Rename(tmp, DoneFile)
+		}
+	}
+	if werr == nil && p.syncing() {
+		werr = p.fsys.SyncDir(".")
+	}
+	if werr != nil {
+		_ = removeIfExists(p.fsys, tmp)
+		return p.errorf("write DONE: %w", werr)
+	}
+	return nil
+}
+
+// ReadDone returns the DONE record of a spool, or fs.ErrNotExist.
+func ReadDone(fsys FS) (*DoneRecord, error) {
+	b, err := readAll(fsys, DoneFile)
+	if err != nil {
+		return nil, err
+	}
+	var rec DoneRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, fmt.Errorf("%s: %w", DoneFile, err)
+	}
+	return &rec, nil
+}
+
+func removeIfExists(fsys FS, name string) error {
+	if err := fsys.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+func joinPath(dir, name string) string {
+	if dir == "." || dir == "" {
+		return name
+	}
+	return path.Join(dir, name)
+}

@@ -1,0 +1,228 @@
+package core
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// FieldType is the type of an option field.
+type FieldType string
+
+// The field types a Schema decodes.
+const (
+	TypeString   FieldType = "string"
+	TypeInt      FieldType = "int"
+	TypeBool     FieldType = "bool"
+	TypeEnum     FieldType = "enum"
+	TypeDuration FieldType = "duration"
+	TypeFileMode FieldType = "filemode" // octal, e.g. 0600
+)
+
+// Field describes one option: the same name in a URL query and in YAML.
+type Field struct {
+	Name     string
+	Type     FieldType
+	Default  string   // the default as it would be written in a URL; "" = none
+	Enum     []string // allowed values for TypeEnum
+	Min, Max int64    // bounds for TypeInt (Max 0 = no upper bound)
+	Required bool
+	Doc      string // one or two sentences for the reference
+}
+
+// Schema is the table of fields of one connector. One Schema decodes both URL
+// queries and YAML maps, so the two spellings cannot drift apart.
+type Schema struct {
+	Name   string // the YAML key, e.g. dir_spool
+	Fields []Field
+}
+
+// Values is a decoded, validated set of options with defaults applied.
+type Values struct {
+	schema *Schema
+	vals   map[string]any
+	set    map[string]bool
+}
+
+// Field returns the field named name.
+func (s *Schema) Field(name string) (Field, bool) {
+	for _, f := range s.Fields {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Field{}, false
+}
+
+// Names returns the field names in sorted order.
+func (s *Schema) Names() []string {
+	names := make([]string, len(s.Fields))
+	for i, f := range s.Fields {
+		names[i] = f.Name
+	}
+	sort.Strings(names)
+	return names
+}
+
+// DecodeQuery decodes a URL query. A name given twice is an error.
+func (s *Schema) DecodeQuery(q url.Values) (*Values, error) {
+	m := make(map[string]any, len(q))
+	for k, vs := range q {
+		if len(vs) > 1 {
+			return nil, &OptionError{Field: k, Msg: "given more than once"}
+		}
+		m[k] = vs[0]
+	}
+	return s.DecodeMap(m)
+}
+
+// DecodeMap decodes a map as YAML produces it: strings, ints, floats with
+// integral values, and bools, or their string spellings.
+func (s *Schema) DecodeMap(m map[string]any) (*Values, error) {
+	v := &Values{schema: s, vals: make(map[string]any, len(s.Fields)), set: make(map[string]bool, len(m))}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		f, ok := s.Field(k)
+		if !ok {
+			return nil, &OptionError{Field: k, Msg: fmt.Sprintf("unknown %s option", s.Name), Valid: s.Names()}
+		}
+		val, err := f.decode(m[k])
+		if err != nil {
+			return nil, err
+		}
+		v.vals[k] = val
+		v.set[k] = true
+	}
+	for _, f := range s.Fields {
+		if _, ok := v.vals[f.Name]; ok {
+			continue
+		}
+		if f.Required {
+			return nil, &OptionError{Field: f.Name, Msg: "is required"}
+		}
+		val, err := f.decode(f.Default)
+		if err != nil {
+			panic(fmt.Sprintf("schema %s: bad default for %s: %v", s.Name, f.Name, err))
+		}
+		v.vals[f.Name] = val
+	}
+	return v, nil
+}
+
+func (f Field) decode(raw any) (any, error) {
+	text, isString := raw.(string)
+	bad := func(msg string) error {
+		return &OptionError{Field: f.Name, Value: fmt.Sprint(raw), Msg: msg, Valid: f.Enum}
+	}
+	switch f.Type {
+	case TypeString:
+		if raw == nil {
+			return "", nil
+		}
+		if !isString {
+			return nil, bad("expects a string")
+		}
+		return text, nil
+	case TypeEnum:
+		if !isString {
+			return nil, bad("expects one of the listed values")
+		}
+		if !slices.Contains(f.Enum, text) {
+			return nil, bad("is not an allowed value")
+		}
+		return text, nil
+	case TypeBool:
+		switch x := raw.(type) {
+		case bool:
+			return x, nil
+		case string:
+			b, err := strconv.ParseBool(x)
+			if err != nil {
+				return nil, bad("expects true or false")
+			}
+			return b, nil
+		}
+		return nil, bad("expects true or false")
+	case TypeInt:
+		var n int64
+		switch x := raw.(type) {
+		case int:
+			n = int64(x)
+		case int64:
+			n = x
+		case uint64:
+			if x > math.MaxInt64 {
+				return nil, bad("is too large")
+			}
+			n = int64(x)
+		case float64:
+			if x != math.Trunc(x) || math.Abs(x) > 1<<53 {
+				return nil, bad("expects a whole number")
+			}
+			n = int64(x)
+		case string:
+			var err error
+			if n, err = strconv.ParseInt(strings.TrimSpace(x), 10, 64); err != nil {
+				return nil, bad("expects a whole number")
+			}
+		default:
+			return nil, bad("expects a whole number")
+		}
+		if n < f.Min || (f.Max != 0 && n > f.Max) {
+			if f.Max != 0 {
+				return nil, bad(fmt.Sprintf("must be from %d to %d", f.Min, f.Max))
+			}
+			return nil, bad(fmt.Sprintf("must be at least %d", f.Min))
+		}
+		return int(n), nil
+	case TypeDuration:
+		if !isString {
+			return nil, bad("expects a duration such as 250ms or 2s")
+		}
+		d, err := time.ParseDuration(text)
+		if err != nil || d < 0 {
+			return nil, bad("expects a duration such as 250ms or 2s")
+		}
+		return d, nil
+	case TypeFileMode:
+		if n, ok := raw.(int); ok { // YAML reads 0600 as the octal number 384
+			raw, text, isString = strconv.FormatInt(int64(n), 8), strconv.FormatInt(int64(n), 8), true
+		}
+		if !isString {
+			return nil, bad("expects an octal mode such as 0600")
+		}
+		m, err := strconv.ParseUint(text, 8, 32)
+		if err != nil || m > 0o777 {
+			return nil, bad("expects an octal mode such as 0600")
+		}
+		return uint32(m), nil
+	}
+	return nil, bad("has an unsupported type")
+}
+
+// String returns a string or enum field.
+func (v *Values) String(name string) string { return v.vals[name].(string) }
+
+// Int returns an int field.
+func (v *Values) Int(name string) int { return v.vals[name].(int) }
+
+// Bool returns a bool field.
+func (v *Values) Bool(name string) bool { return v.vals[name].(bool) }
+
+// Duration returns a duration field.
+func (v *Values) Duration(name string) time.Duration { return v.vals[name].(time.Duration) }
+
+// FileMode returns a file mode field.
+func (v *Values) FileMode(name string) uint32 { return v.vals[name].(uint32) }
+
+// IsSet reports whether the user gave the field (rather than its default).
+func (v *Values) IsSet(name string) bool { return v.set[name] }

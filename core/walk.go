@@ -1,0 +1,110 @@
+package core
+
+import (
+	"errors"
+	"io/fs"
+)
+
+// walkLeaves calls fn for every leaf directory of the spool (the root when it
+// is not sharded) in lexical order, with its sorted entries. Directories that
+// are not shard directories, and symbolic links, are skipped. A directory
+// that vanishes while walking (a consumer removed it) is skipped.
+func walkLeaves(fsys FS, l *Layout, fn func(dir string, entries []fs.DirEntry) error) error {
+	var walk func(dir string, level int) error
+	walk = func(dir string, level int) error {
+		entries, err := fsys.ReadDir(dir)
+		if err != nil {
+			if dir != "." && errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if level == l.Depth() {
+			return fn(dir, entries)
+		}
+		for _, e := range entries {
+			if e.IsDir() && e.Type()&fs.ModeSymlink == 0 && l.IsShardDir(e.Name()) {
+				if err := walk(joinPath(dir, e.Name()), level+1); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return walk(".", 0)
+}
+
+// Stats summarizes the chunks in a spool.
+type Stats struct {
+	Chunks     int    // committed payloads
+	Bytes      int64  // their payload bytes
+	Oldest     string // name of the first payload, "" when empty
+	Newest     string // name of the last payload
+	OldestSeq  uint64
+	NewestSeq  uint64
+	Tmp        int // .tmp files (writes in progress or leftovers)
+	Orphans    int // sidecars without a payload
+	ShardDirs  int // shard directories seen
+	Unexpected int // regular files in leaf directories that match nothing
+}
+
+// Scan walks the whole spool and counts what it holds, without changing
+// anything.
+func Scan(fsys FS, o Options) (*Stats, error) {
+	l, err := o.Layout()
+	if err != nil {
+		return nil, err
+	}
+	st := &Stats{}
+	err = walkLeaves(fsys, l, func(dir string, entries []fs.DirEntry) error {
+		if dir != "." {
+			st.ShardDirs++
+		}
+		payloads := map[uint64]bool{}
+		var sidecars []uint64
+		for _, e := range entries {
+			if !e.Type().IsRegular() {
+				continue
+			}
+			seq, kind, ok := l.ParseLeaf(dir, e.Name())
+			if !ok {
+				if dir != "." || !isControlFile(e.Name()) {
+					st.Unexpected++
+				}
+				continue
+			}
+			switch kind {
+			case KindPayload:
+				payloads[seq] = true
+				name := joinPath(dir, e.Name())
+				if st.Chunks == 0 {
+					st.Oldest, st.OldestSeq = name, seq
+				}
+				st.Newest, st.NewestSeq = name, seq
+				st.Chunks++
+				if fi, err := e.Info(); err == nil {
+					st.Bytes += fi.Size()
+				}
+			case KindSidecar:
+				sidecars = append(sidecars, seq)
+			default:
+				st.Tmp++
+			}
+		}
+		for _, s := range sidecars {
+			if !payloads[s] {
+				st.Orphans++
+			}
+		}
+		return nil
+	})
+	return st, err
+}
+
+func isControlFile(name string) bool {
+	switch name {
+	case ProducerFile, ConsumerFile, DoneFile, DoneFile + TmpSuffix:
+		return true
+	}
+	return false
+}
