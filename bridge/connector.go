@@ -1,0 +1,120 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"net/url"
+
+	"github.com/mqb-project/mqb/core"
+)
+
+// Message is one message moving through a route.
+type Message struct {
+	// ID identifies the message end to end (a spool's message_id, an MQTT
+	// or NATS message id). Targets that can deduplicate use it; a source
+	// that has none leaves it empty and the route assigns a UUIDv7.
+	ID string
+	// Metadata holds string key/value pairs (content_type, source, topic...).
+	Metadata map[string]string
+	// Payload is the message body, passed byte for byte.
+	Payload []byte
+}
+
+// AckFunc settles a batch read from a source. A nil err acknowledges every
+// message of the batch: the source may forget it (delete the chunk, send
+// PUBACK, ack to JetStream). A non-nil err negatively acknowledges it: the
+// source delivers it again later.
+type AckFunc func(ctx context.Context, err error) error
+
+// ErrEndOfInput is returned by Source.ReadBatch when the source has nothing
+// more to give (end of file, a drained spool, DONE seen). The route then ends
+// cleanly.
+var ErrEndOfInput = errors.New("end of input")
+
+// Source is the reading side of a connector.
+type Source interface {
+	// Connect opens the source. It is called once before ReadBatch.
+	Connect(ctx context.Context) error
+	// ReadBatch returns between 1 and max messages and the function that
+	// settles them, or ErrEndOfInput. It blocks until messages arrive or
+	// ctx ends. Batches may be read before earlier ones are settled.
+	ReadBatch(ctx context.Context, max int) ([]*Message, AckFunc, error)
+	// Close releases the source. Unsettled messages are delivered again by
+	// the next reader (at least once).
+	Close(ctx context.Context) error
+}
+
+// Target is the writing side of a connector.
+type Target interface {
+	// Connect opens the target. It is called once before WriteBatch.
+	Connect(ctx context.Context) error
+	// WriteBatch writes msgs and returns nil only once all of them are
+	// durable at the target; only then does the route acknowledge them at
+	// the source. On error none of them is acknowledged (some may have been
+	// written: targets should be idempotent on Message.ID where they can).
+	WriteBatch(ctx context.Context, msgs []*Message) error
+	// Close ends the target. cause is nil after a successful route and the
+	// route's error otherwise (a dir-spool target writes DONE from it).
+	Close(ctx context.Context, cause error) error
+}
+
+// Kind says which side of a connector an endpoint is used as.
+type Kind int
+
+// Endpoint kinds.
+const (
+	AsSource Kind = iota + 1
+	AsTarget
+)
+
+func (k Kind) String() string {
+	if k == AsSource {
+		return "source"
+	}
+	return "target"
+}
+
+// Connector describes one kind of endpoint: its URL schemes, its option
+// table (the same names in URL queries and YAML), and constructors.
+type Connector struct {
+	// Name is the YAML key of the endpoint, e.g. dir_spool.
+	Name string
+	// Schemes are the URL schemes, the first being the main one.
+	Schemes []string
+	// Schema is the option table. Its Name must equal Name.
+	Schema *core.Schema
+	// URLFields turns a URL into the same field map as YAML would give (for
+	// example, the URL path becomes the path field). Query parameters must
+	// be copied as fields of the same name. Errors should be
+	// *core.OptionError values.
+	URLFields func(u *url.URL) (map[string]any, error)
+	// NewSource builds a source from decoded options; nil if the connector
+	// cannot be a source.
+	NewSource func(env *Env, v *core.Values) (Source, error)
+	// NewTarget builds a target from decoded options; nil if the connector
+	// cannot be a target.
+	NewTarget func(env *Env, v *core.Values) (Target, error)
+	// Redact returns the endpoint as it may be shown in logs and errors;
+	// nil means the URL with any password replaced by "xxxxx".
+	Redact func(u *url.URL) string
+}
+
+// QueryFields copies the query parameters of u into a field map, refusing a
+// name given twice. Connectors use it in their URLFields.
+func QueryFields(u *url.URL) (map[string]any, error) {
+	q := u.Query()
+	m := make(map[string]any, len(q)+2)
+	for k, vs := range q {
+		if len(vs) > 1 {
+			return nil, &core.OptionError{Field: k, Msg: "given more than once"}
+		}
+		m[k] = vs[0]
+	}
+	return m, nil
+}
+
+// RedactURL returns u as text with its password, if any, replaced by
+// "xxxxx". Use it for every URL that reaches a log line or an error.
+func RedactURL(u *url.URL) string {
+	return u.Redacted()
+}
