@@ -1,0 +1,194 @@
+package core_test
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mqb-project/mqb/core"
+	"github.com/mqb-project/mqb/core/schemadoc"
+)
+
+// update rewrites the generated part of docs/reference/dir-spool.md:
+//
+//	go test ./core -run TestReferencePage -update
+var update = flag.Bool("update", false, "rewrite the generated part of docs/reference/dir-spool.md")
+
+const referencePage = "../docs/reference/dir-spool.md"
+
+const exampleSpool = "/var/spool/orders"
+
+// referenceExamples are the values the page shows, where the default would
+// not teach anything.
+var referenceExamples = map[string]string{
+	"path":               exampleSpool,
+	"naming_pattern":     "{seq:012}",
+	"payload_extension":  ".jsonl",
+	"metadata_extension": ".meta",
+	"shard_depth":        "2",
+	"shard_width":        "3",
+	"fsync":              "batch",
+	"emit_done":          "success",
+	"poll_interval":      "1s",
+	"backend":            "memfs",
+	"file_mode":          "0640",
+	"dir_mode":           "0750",
+}
+
+// referenceAllowed describes the allowed values of the string fields, whose
+// type alone says too little. The refused settings below check the edges.
+var referenceAllowed = map[string]string{
+	"path":               "an absolute directory path",
+	"naming_pattern":     "`{seq:N}`, N from 1 to 19, then optional text without `/`, `\\`, `{`, `}` or `..`",
+	"payload_extension":  "`.` and a name, not ending in `.tmp`",
+	"metadata_extension": "empty, or `.` and a name, not ending in `.tmp`; neither extension may end with the other",
+	"backend":            "`os`, `memfs`, or a name a library user registered",
+}
+
+// refusedSettings are URL queries (or whole URLs, when they start with a
+// scheme) that the decoder must refuse, naming field. The page shows each
+// one with the error the code gives.
+var refusedSettings = []struct{ field, setting string }{
+	{"path", "dir-spool:///var/spool/orders?path=/tmp/x"},
+	{"path", "dir-spool://var/spool/orders"},
+	{"naming_pattern", "naming_pattern=orders-{seq:09}"},
+	{"naming_pattern", "naming_pattern={seq:20}"},
+	{"naming_pattern", "naming_pattern={seq:09}/x"},
+	{"naming_pattern", "naming_pattern={seq:09}.tmp"},
+	{"payload_extension", "payload_extension=bin"},
+	{"payload_extension", "payload_extension="},
+	{"metadata_extension", "payload_extension=.json"},
+	{"metadata_extension", "payload_extension=.json&metadata_extension=.meta.json"},
+	{"shard_depth", "shard_depth=3&shard_width=3"},
+	{"shard_depth", "naming_pattern={seq:06}&shard_depth=2&shard_width=3"},
+	{"shard_width", "shard_depth=2&shard_width=0"},
+	{"fsync", "fsync=always"},
+	{"atomic", "atomic=yes"},
+	{"poll_interval", "poll_interval=0s"},
+	{"poll_interval", "poll_interval=5"},
+	{"file_mode", "file_mode=0999"},
+	{"shard_dept", "shard_dept=2"},
+	{"fsync", "fsync=none&fsync=chunk"},
+}
+
+func spoolURL(query string) string {
+	if strings.Contains(query, "://") {
+		return query
+	}
+	return "dir-spool://" + exampleSpool + "?" + query
+}
+
+func referenceURL(f core.Field, value string) string {
+	if f.Name == "path" {
+		return "dir-spool://" + value
+	}
+	return spoolURL(f.Name + "=" + schemadoc.QueryValue(value))
+}
+
+func TestReferencePage(t *testing.T) {
+	page := schemadoc.Page{Schema: core.SpoolSchema, URL: referenceURL,
+		Examples: referenceExamples, Allowed: referenceAllowed}
+
+	for name := range referenceAllowed {
+		if _, ok := core.SpoolSchema.Field(name); !ok {
+			t.Errorf("referenceAllowed describes %q, which is not a field", name)
+		}
+	}
+	for name := range referenceExamples {
+		if _, ok := core.SpoolSchema.Field(name); !ok {
+			t.Errorf("referenceExamples sets %q, which is not a field", name)
+		}
+	}
+
+	// Every example must be accepted and mean what the page says.
+	for _, f := range core.SpoolSchema.Fields {
+		ex := page.Example(f)
+		u := referenceURL(f, ex)
+		fromURL, err := core.ParseURL(u)
+		if err != nil {
+			t.Errorf("example for %s: %s: %v", f.Name, u, err)
+			continue
+		}
+		m := map[string]any{"path": exampleSpool, f.Name: ex}
+		v, err := core.SpoolSchema.DecodeMap(m)
+		if err != nil {
+			t.Errorf("example for %s: %v", f.Name, err)
+			continue
+		}
+		fromMap, err := core.OptionsFromValues(v)
+		if err != nil {
+			t.Errorf("example for %s: %v", f.Name, err)
+			continue
+		}
+		if !reflect.DeepEqual(fromURL, fromMap) {
+			t.Errorf("example for %s: URL gives %+v, field map %+v", f.Name, fromURL, fromMap)
+		}
+		if f.Name != "path" && !v.IsSet(f.Name) {
+			t.Errorf("example for %s does not set it", f.Name)
+		}
+	}
+
+	// Every refused setting must be refused, naming the field.
+	for _, r := range refusedSettings {
+		u := spoolURL(r.setting)
+		_, err := core.ParseURL(u)
+		var oe *core.OptionError
+		if !errors.As(err, &oe) || !errors.Is(err, core.ErrInvalidOption) {
+			t.Errorf("%s: err = %v, want an *OptionError", u, err)
+			continue
+		}
+		if oe.Field != r.field {
+			t.Errorf("%s: error names %q, want %q: %v", u, oe.Field, r.field, err)
+		}
+		page.Refused = append(page.Refused, schemadoc.Refusal{Field: r.field, Setting: r.setting, Err: err.Error()})
+	}
+
+	checkPage(t, referencePage, schemadoc.Markdown(page))
+}
+
+// checkPage compares the generated part of the page at path with generated,
+// or rewrites it with -update.
+func checkPage(t *testing.T, path, generated string) {
+	t.Helper()
+	old, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (the page must exist with the markers %s and %s)", err, schemadoc.Begin, schemadoc.End)
+	}
+	want, err := schemadoc.Splice(string(old), generated)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if want == string(old) {
+		return
+	}
+	if *update {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("rewrote %s", path)
+		return
+	}
+	t.Errorf("%s is out of date with core.SpoolSchema; run: go test ./core -run TestReferencePage -update\nfirst difference:\n%s",
+		path, firstDiff(string(old), want))
+}
+
+func firstDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := 0; i < len(g) || i < len(w); i++ {
+		var gl, wl string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if gl != wl {
+			return "line " + strconv.Itoa(i+1) + "\n  page: " + gl + "\n  want: " + wl
+		}
+	}
+	return "(none)"
+}
