@@ -82,8 +82,9 @@ type File interface {
 // Claim is a held lock on a claim file.
 type Claim interface {
 	// Write replaces the whole content of the claim file with data and
-	// makes it durable. Other processes read it to learn who holds the
-	// claim.
+	// makes it durable: both its bytes and its directory entry survive a
+	// power cut once Write returns nil. Other processes read it to learn
+	// who holds the claim.
 	Write(data []byte) error
 	// Release gives up the lock. The file stays in place.
 	Release() error
@@ -108,7 +109,8 @@ type DirWatch interface {
 
 // FSSyncer is implemented by an FS that can flush every written file at
 // once (syncfs on Linux). After SyncAll returns nil, the bytes of every file
-// written before the call are durable, as if each had been synced.
+// written before the call are durable, as if each had been synced. Directory
+// entries are not covered by this promise: they still need SyncDir.
 type FSSyncer interface {
 	SyncAll() error
 }
