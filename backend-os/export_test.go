@@ -1,0 +1,20 @@
+//go:build linux
+
+package osfs
+
+// Switches that make tests take the fallback paths on a kernel and
+// filesystem that would not need them.
+
+// UsesOpenat2 reports whether f resolves names with openat2.
+func UsesOpenat2(f *FS) bool { return !f.walk }
+
+// ForceWalk makes f resolve names one element at a time, as on kernels
+// without openat2.
+func ForceWalk(f *FS) { f.walk = true }
+
+// ForceLinkRename makes f rename with link and unlink, as on filesystems
+// without RENAME_NOREPLACE.
+func ForceLinkRename(f *FS) { f.noRenameat2 = true }
+
+// ForceNoProcFD makes f add inotify watches by path, as without /proc.
+func ForceNoProcFD(f *FS) { f.noProcFD = true }

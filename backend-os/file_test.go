@@ -1,0 +1,148 @@
+//go:build linux
+
+package osfs_test
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	osfs "github.com/mqb-project/mqb/backend-os"
+)
+
+func TestCreateExcl(t *testing.T) {
+	forEachResolution(t, func(t *testing.T, fsys *osfs.FS, root string) {
+		f, err := fsys.CreateExcl("a")
+		require.NoError(t, err)
+		_, err = f.Write([]byte("hello"))
+		require.NoError(t, err)
+		_, err = f.Read(make([]byte, 1))
+		require.Error(t, err, "a created file is write-only")
+		fi, err := f.Stat()
+		require.NoError(t, err)
+		assert.Equal(t, int64(5), fi.Size())
+		require.NoError(t, f.Sync())
+		require.NoError(t, f.Close())
+		b, err := os.ReadFile(filepath.Join(root, "a"))
+		require.NoError(t, err)
+		require.Equal(t, "hello", string(b))
+
+		_, err = fsys.CreateExcl("a")
+		requirePathErr(t, err, "a", fs.ErrExist)
+		require.Equal(t, "hello", readFS(t, fsys, "a"), "a failed CreateExcl must not touch the file")
+
+		require.NoError(t, fsys.Mkdir("d"))
+		createFS(t, fsys, "d/b", "x")
+		_, err = fsys.CreateExcl("d")
+		requirePathErr(t, err, "d", fs.ErrExist)
+		_, err = fsys.CreateExcl(".")
+		require.Error(t, err)
+		_, err = fsys.CreateExcl("nodir/b")
+		requirePathErr(t, err, "nodir/b", fs.ErrNotExist)
+		_, err = fsys.CreateExcl("a/b")
+		requirePathErr(t, err, "a/b", syscall.ENOTDIR)
+	})
+}
+
+func TestOpen(t *testing.T) {
+	forEachResolution(t, func(t *testing.T, fsys *osfs.FS, root string) {
+		writeFile(t, filepath.Join(root, "d", "f"), "content")
+		require.NoError(t, syscall.Mkfifo(filepath.Join(root, "fifo"), 0o600))
+
+		f, err := fsys.Open("d/f")
+		require.NoError(t, err)
+		_, err = f.Write([]byte("x"))
+		require.Error(t, err, "an opened file is read-only")
+		b, err := io.ReadAll(f)
+		require.NoError(t, err)
+		require.Equal(t, "content", string(b))
+		fi, err := f.Stat()
+		require.NoError(t, err)
+		assert.Equal(t, "f", fi.Name())
+		require.NoError(t, f.Close())
+
+		_, err = fsys.Open("missing")
+		requirePathErr(t, err, "missing", fs.ErrNotExist)
+		_, err = fsys.Open("d")
+		requirePathErr(t, err, "d", osfs.ErrNotRegular)
+		_, err = fsys.Open(".")
+		requirePathErr(t, err, ".", osfs.ErrNotRegular)
+
+		// A FIFO without a writer would block a plain open forever.
+		done := make(chan error, 1)
+		go func() { _, err := fsys.Open("fifo"); done <- err }()
+		select {
+		case err := <-done:
+			requirePathErr(t, err, "fifo", osfs.ErrNotRegular)
+		case <-time.After(5 * time.Second):
+			t.Fatal("Open blocked on a FIFO")
+		}
+	})
+}
+
+func TestReadDir(t *testing.T) {
+	forEachResolution(t, func(t *testing.T, fsys *osfs.FS, root string) {
+		require.NoError(t, fsys.Mkdir("d"))
+		createFS(t, fsys, "d/b", "bb")
+		createFS(t, fsys, "d/a", "a")
+		require.NoError(t, fsys.Mkdir("d/c"))
+		require.NoError(t, os.Symlink("a", filepath.Join(root, "d", "e")))
+		require.NoError(t, syscall.Mkfifo(filepath.Join(root, "d", "f"), 0o600))
+
+		entries, err := fsys.ReadDir("d")
+		require.NoError(t, err)
+		var got []string
+		for _, e := range entries {
+			got = append(got, fmt.Sprintf("%s %v %v", e.Name(), e.Type(), e.IsDir()))
+		}
+		require.Equal(t, []string{
+			"a ---------- false",
+			"b ---------- false",
+			"c d--------- true",
+			"e L--------- false",
+			"f p--------- false",
+		}, got)
+
+		fi, err := entries[1].Info()
+		require.NoError(t, err)
+		assert.Equal(t, int64(2), fi.Size())
+		fi, err = entries[3].Info()
+		require.NoError(t, err)
+		assert.Equal(t, fs.ModeSymlink, fi.Mode().Type())
+		require.NoError(t, fsys.Remove("d/a"))
+		_, err = entries[0].Info()
+		require.ErrorIs(t, err, fs.ErrNotExist)
+
+		entries, err = fsys.ReadDir("d/c")
+		require.NoError(t, err)
+		require.Empty(t, entries)
+
+		_, err = fsys.ReadDir("missing")
+		requirePathErr(t, err, "missing", fs.ErrNotExist)
+		_, err = fsys.ReadDir("d/b")
+		requirePathErr(t, err, "d/b", syscall.ENOTDIR)
+	})
+}
+
+func TestReadDirMany(t *testing.T) {
+	// Enough entries to need several getdents64 calls.
+	root := t.TempDir()
+	const n = 3000
+	for i := range n {
+		require.NoError(t, os.WriteFile(filepath.Join(root, fmt.Sprintf("%09d.bin", n-i)), nil, 0o600))
+	}
+	entries, err := newFS(t, root).ReadDir(".")
+	require.NoError(t, err)
+	require.Len(t, entries, n)
+	for i, e := range entries {
+		require.Equal(t, fmt.Sprintf("%09d.bin", i+1), e.Name())
+	}
+}

@@ -1,0 +1,122 @@
+//go:build linux
+
+package osfs
+
+import (
+	"io/fs"
+	"os"
+	"path"
+	"sync"
+
+	"github.com/mqb-project/mqb/core"
+	"golang.org/x/sys/unix"
+)
+
+// Lock takes a non-blocking exclusive flock(2) on the claim file name,
+// creating it with Options.FileMode when missing. When another holder has it
+// (another process, or another Claim of this process) Lock fails at once
+// with an error matching core.ErrLocked. The kernel releases the lock when
+// the holding process dies, so a claim is never stale. The file is never
+// removed; when Lock creates it, it also syncs the directory holding it, so
+// that content made durable by Claim.Write cannot be lost with the entry.
+// Like every name, a claim file is never reached through a symbolic link.
+// Closing the FS does not release its claims.
+//
+// On NFS, Linux emulates flock with byte-range locks held by the server,
+// which must support locking (see flock(2)).
+func (f *FS) Lock(name string) (core.Claim, error) {
+	var c *claim
+	err := f.do("lock", name, func(rootfd int) error {
+		// The lock is taken on a descriptor opened here, through the same
+		// confined resolution as every other name, rather than by
+		// gofrs/flock, which opens by path: O_NOFOLLOW there protects only
+		// the last element, and it does not expose its descriptor for Write.
+		const flags = unix.O_RDWR | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_LARGEFILE
+		fd, err := f.openBeneath(rootfd, name, flags|unix.O_CREAT|unix.O_EXCL, f.fileMode)
+		switch err {
+		case nil:
+			// A new claim file: make its entry durable now, so that what
+			// Claim.Write makes durable cannot vanish with it.
+			if err := f.fsyncDir(rootfd, path.Dir(name)); err != nil {
+				unix.Close(fd)
+				return err
+			}
+		case unix.EEXIST:
+			fd, err = f.openBeneath(rootfd, name, flags, 0)
+		}
+		if err != nil {
+			return err
+		}
+		if err := mustBeRegular(fd); err != nil {
+			unix.Close(fd)
+			return err
+		}
+		// flock locks belong to the open file description, so a second
+		// open of the file, even in this process, conflicts.
+		err = ignoringEINTR(func() error { return unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) })
+		if err != nil {
+			unix.Close(fd)
+			if err == unix.EWOULDBLOCK {
+				return core.ErrLocked
+			}
+			return err
+		}
+		c = &claim{name: name, file: os.NewFile(uintptr(fd), name)}
+		return nil
+	}, name)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// claim is a held flock on an open claim file.
+type claim struct {
+	name string
+	mu   sync.Mutex
+	file *os.File // nil once released
+}
+
+// Write replaces the content of the claim file with data (truncate, write,
+// fsync). A reader racing with Write can see an empty or partial file.
+func (c *claim) Write(data []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.file == nil {
+		return &fs.PathError{Op: "write", Path: c.name, Err: fs.ErrClosed}
+	}
+	if err := c.file.Truncate(0); err != nil {
+		return err
+	}
+	if _, err := c.file.WriteAt(data, 0); err != nil {
+		return err
+	}
+	return c.file.Sync()
+}
+
+// Release unlocks and closes the claim file, leaving it in place. A second
+// Release fails with an error matching fs.ErrClosed.
+func (c *claim) Release() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	file := c.file
+	if file == nil {
+		return &fs.PathError{Op: "release", Path: c.name, Err: fs.ErrClosed}
+	}
+	c.file = nil
+	// Unlock explicitly: a child forked but not yet exec'd shares the open
+	// file description, and closing our descriptor alone would leave it
+	// holding the lock.
+	rc, err := file.SyscallConn()
+	if err == nil {
+		if cerr := rc.Control(func(fd uintptr) {
+			err = ignoringEINTR(func() error { return unix.Flock(int(fd), unix.LOCK_UN) })
+		}); cerr != nil {
+			err = cerr
+		}
+	}
+	if cerr := file.Close(); err == nil {
+		err = cerr
+	}
+	return pathErr("release", c.name, err)
+}
