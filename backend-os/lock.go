@@ -17,9 +17,9 @@ import (
 // (another process, or another Claim of this process) Lock fails at once
 // with an error matching core.ErrLocked. The kernel releases the lock when
 // the holding process dies, so a claim is never stale. The file is never
-// removed; when Lock creates it, it also syncs the directory holding it, so
-// that content made durable by Claim.Write cannot be lost with the entry.
-// Like every name, a claim file is never reached through a symbolic link.
+// removed. Lock makes the file's directory entry durable, so that a record
+// Claim.Write made durable survives a power cut with its entry. Like every
+// name, a claim file is never reached through a symbolic link.
 // Closing the FS does not release its claims.
 //
 // On NFS, Linux emulates flock with byte-range locks held by the server,
@@ -31,19 +31,8 @@ func (f *FS) Lock(name string) (core.Claim, error) {
 		// confined resolution as every other name, rather than by
 		// gofrs/flock, which opens by path: O_NOFOLLOW there protects only
 		// the last element, and it does not expose its descriptor for Write.
-		const flags = unix.O_RDWR | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_LARGEFILE
-		fd, err := f.openBeneath(rootfd, name, flags|unix.O_CREAT|unix.O_EXCL, f.fileMode)
-		switch err {
-		case nil:
-			// A new claim file: make its entry durable now, so that what
-			// Claim.Write makes durable cannot vanish with it.
-			if err := f.fsyncDir(rootfd, path.Dir(name)); err != nil {
-				unix.Close(fd)
-				return err
-			}
-		case unix.EEXIST:
-			fd, err = f.openBeneath(rootfd, name, flags, 0)
-		}
+		fd, err := f.openBeneath(rootfd, name,
+			unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_LARGEFILE, f.fileMode)
 		if err != nil {
 			return err
 		}
@@ -54,11 +43,16 @@ func (f *FS) Lock(name string) (core.Claim, error) {
 		// flock locks belong to the open file description, so a second
 		// open of the file, even in this process, conflicts.
 		err = ignoringEINTR(func() error { return unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) })
+		if err == unix.EWOULDBLOCK {
+			err = core.ErrLocked
+		}
+		if err == nil {
+			// Whoever created the file, its entry must be durable before
+			// Claim.Write can promise that the record survives a power cut.
+			err = f.fsyncDir(rootfd, path.Dir(name))
+		}
 		if err != nil {
-			unix.Close(fd)
-			if err == unix.EWOULDBLOCK {
-				return core.ErrLocked
-			}
+			unix.Close(fd) // releases the lock, if taken
 			return err
 		}
 		c = &claim{name: name, file: os.NewFile(uintptr(fd), name)}
@@ -78,7 +72,9 @@ type claim struct {
 }
 
 // Write replaces the content of the claim file with data (truncate, write,
-// fsync). A reader racing with Write can see an empty or partial file.
+// fsync); with the entry made durable by Lock, the record survives a power
+// cut once Write returns nil. A reader racing with Write can see an empty or
+// partial file.
 func (c *claim) Write(data []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
