@@ -1,0 +1,191 @@
+package benchrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/mqb-project/mqb/core"
+)
+
+// HandoffConfig selects a producer-to-consumer latency run.
+type HandoffConfig struct {
+	Dir     string // where the spool lives (backend os)
+	Backend string // default os
+	Count   int    // messages, one at a time; default 200
+	Fsync   string // default chunk
+	// Wake uses the backend's wake-ups (inotify for os); false hides them
+	// so that the consumer only polls.
+	Wake bool
+	// PollInterval is the consumer's poll_interval; default 250ms, the
+	// option's default.
+	PollInterval time.Duration
+	// MaxGap bounds the random pause before each message, so that writes
+	// do not line up with the poll timer; default 2ms.
+	MaxGap time.Duration
+}
+
+// HandoffResult is the latency from a producer's write to the consumer's
+// delivery. FromAck is measured from the moment Producer.Write returned (a
+// delivery may come first: the chunk is visible before its directory sync
+// returns, and those count as 0); FromWrite from the moment it was called.
+type HandoffResult struct {
+	Mode           string  `json:"mode"` // wake or poll
+	Backend        string  `json:"backend"`
+	Fsync          string  `json:"fsync"`
+	PollIntervalMs float64 `json:"poll_interval_ms"`
+	Count          int     `json:"count"`
+	P50FromAckMs   float64 `json:"p50_from_ack_ms"`
+	P99FromAckMs   float64 `json:"p99_from_ack_ms"`
+	MaxFromAckMs   float64 `json:"max_from_ack_ms"`
+	P50FromWriteMs float64 `json:"p50_from_write_ms"`
+	P99FromWriteMs float64 `json:"p99_from_write_ms"`
+	BeforeAck      int     `json:"delivered_before_ack"`
+}
+
+// noWatchFS hides a backend's DirWatcher so that a consumer polls.
+type noWatchFS struct{ core.FS }
+
+func (f noWatchFS) SyncAll() error {
+	if s, ok := f.FS.(core.FSSyncer); ok {
+		return s.SyncAll()
+	}
+	return errors.ErrUnsupported
+}
+
+// Handoff writes Count messages one at a time, each after the consumer
+// delivered the one before and a short random pause, and measures how long
+// each took to reach the waiting consumer.
+func Handoff(ctx context.Context, cfg HandoffConfig) (HandoffResult, error) {
+	if cfg.Backend == "" {
+		cfg.Backend = BackendOS
+	}
+	if cfg.Count <= 0 {
+		cfg.Count = 200
+	}
+	if cfg.Fsync == "" {
+		cfg.Fsync = core.FsyncChunk
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 250 * time.Millisecond
+	}
+	if cfg.MaxGap <= 0 {
+		cfg.MaxGap = 2 * time.Millisecond
+	}
+	res := HandoffResult{Mode: "poll", Backend: cfg.Backend, Fsync: cfg.Fsync, Count: cfg.Count, PollIntervalMs: ms(cfg.PollInterval)}
+	if cfg.Wake {
+		res.Mode = "wake"
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return res, err
+	}
+	dir, err := os.MkdirTemp(cfg.Dir, "mqb-handoff-")
+	if err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(dir)
+	sfs, err := openFS(cfg.Backend, dir)
+	if err != nil {
+		return res, err
+	}
+	defer sfs.close()
+	fsys := sfs.fs
+	if !cfg.Wake {
+		fsys = noWatchFS{fsys}
+	}
+	o := spoolOptions(dir, cfg.Fsync, LayoutFlat, true)
+	o.ExitWhenEmpty = false
+	o.PollInterval = cfg.PollInterval
+	p, err := core.OpenProducer(fsys, o)
+	if err != nil {
+		return res, err
+	}
+	defer p.Close()
+	c, err := core.OpenConsumer(fsys, o)
+	if err != nil {
+		return res, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	got := make(chan time.Time, 1)
+	var wg sync.WaitGroup
+	var cerr error
+	wg.Go(func() {
+		for {
+			ds, err := c.Read(ctx, 1)
+			now := time.Now()
+			if err != nil {
+				if ctx.Err() == nil {
+					cerr = err
+				}
+				close(got)
+				return
+			}
+			if err := c.Ack(ds...); err != nil {
+				cerr = err
+			}
+			for range ds {
+				got <- now
+			}
+		}
+	})
+	defer func() {
+		cancel()
+		wg.Wait()
+		c.Close()
+	}()
+
+	fromAck := make([]time.Duration, 0, cfg.Count)
+	fromWrite := make([]time.Duration, 0, cfg.Count)
+	msg := make([]core.Message, 1)
+	for range cfg.Count {
+		time.Sleep(rand.N(cfg.MaxGap))
+		msg[0] = core.Message{Metadata: benchMetadata, Payload: []byte("ping")}
+		t0 := time.Now()
+		if _, err := p.Write(ctx, msg); err != nil {
+			return res, err
+		}
+		t1 := time.Now()
+		var at time.Time
+		var ok bool
+		select {
+		case at, ok = <-got:
+		case <-time.After(cfg.PollInterval + 10*time.Second):
+			return res, fmt.Errorf("message not delivered within %s", cfg.PollInterval+10*time.Second)
+		}
+		if !ok {
+			return res, fmt.Errorf("consumer stopped: %w", cerr)
+		}
+		d := at.Sub(t1)
+		if d < 0 {
+			d = 0
+			res.BeforeAck++
+		}
+		fromAck = append(fromAck, d)
+		fromWrite = append(fromWrite, at.Sub(t0))
+	}
+	res.P50FromAckMs = ms(percentile(fromAck, 50))
+	res.P99FromAckMs = ms(percentile(fromAck, 99))
+	res.MaxFromAckMs = ms(percentile(fromAck, 100))
+	res.P50FromWriteMs = ms(percentile(fromWrite, 50))
+	res.P99FromWriteMs = ms(percentile(fromWrite, 99))
+	return res, nil
+}
+
+// WriteHandoffText writes hand-off results as a table.
+func WriteHandoffText(w io.Writer, rs []HandoffResult) error {
+	fmt.Fprintf(w, "%5s %7s %6s %9s %6s %12s %12s %12s %14s %14s %11s\n",
+		"mode", "backend", "fsync", "poll", "count", "p50 from ack", "p99 from ack", "max from ack", "p50 from write", "p99 from write", "before ack")
+	for _, r := range rs {
+		fmt.Fprintf(w, "%5s %7s %6s %7.0fms %6d %10.3fms %10.3fms %10.3fms %12.3fms %12.3fms %11d\n",
+			r.Mode, r.Backend, r.Fsync, r.PollIntervalMs, r.Count, r.P50FromAckMs, r.P99FromAckMs, r.MaxFromAckMs,
+			r.P50FromWriteMs, r.P99FromWriteMs, r.BeforeAck)
+	}
+	return nil
+}

@@ -1,0 +1,489 @@
+package benchrun
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Raw batch strategies for fsync=batch. Each writes every file of the batch,
+// makes the bytes durable its own way, then renames sidecars, syncs the
+// directory, renames payloads and syncs the directory again, as the
+// protocol does.
+const (
+	RawPerFile    = "fsync-per-file"   // fsync each file right after writing it
+	RawConcurrent = "fsync-concurrent" // write all, then fsync all files at once from many threads
+	RawSyncfs     = "syncfs"           // write all, then one syncfs for the filesystem
+)
+
+// rawNames builds chunk names the way the default layout does, {seq:09}
+// with an optional 2x3 sharding, without the library.
+type rawNames struct {
+	sharded bool
+	sidecar bool
+}
+
+func (r rawNames) digits(seq uint64) string {
+	s := strconv.FormatUint(seq, 10)
+	if len(s) < 9 {
+		s = "000000000"[:9-len(s)] + s
+	}
+	return s
+}
+
+// split returns the leaf directory ("." when flat) and the base name
+// without extension.
+func (r rawNames) split(seq uint64) (dir, base string) {
+	d := r.digits(seq)
+	if !r.sharded {
+		return ".", d
+	}
+	return d[0:3] + "/" + d[3:6], d[6:]
+}
+
+// rawDir is an open directory of the raw baseline.
+type rawDir struct {
+	name string
+	fd   int
+}
+
+// rawProducer writes chunks with bare system calls: openat(O_EXCL) of a
+// .tmp name, write, optional fsync, close, renameat2(RENAME_NOREPLACE) and
+// optional directory fsync, sidecar first as the protocol orders it.
+type rawProducer struct {
+	root     string
+	rootfd   int
+	names    rawNames
+	fsync    string // none, batch, chunk
+	strategy string // for batch
+	next     uint64
+	dirs     map[string]int // open shard directories
+	dirOrder []string
+	sidecar  []byte
+	payload  []byte
+	fds      []int
+}
+
+func newRawProducer(root string, names rawNames, fsync, strategy string, payload, sidecar []byte) (*rawProducer, error) {
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", root, err)
+	}
+	return &rawProducer{root: root, rootfd: fd, names: names, fsync: fsync, strategy: strategy,
+		dirs: map[string]int{".": fd}, payload: payload, sidecar: sidecar}, nil
+}
+
+func (p *rawProducer) close() error {
+	for name, fd := range p.dirs {
+		if name != "." {
+			unix.Close(fd)
+		}
+	}
+	p.dirs = nil
+	return unix.Close(p.rootfd)
+}
+
+// dir returns a descriptor of the leaf directory dir, making it (and
+// syncing it with its parent, when syncing) the first time.
+func (p *rawProducer) dir(dir string) (int, error) {
+	if fd, ok := p.dirs[dir]; ok {
+		return fd, nil
+	}
+	parent := p.rootfd
+	cur := ""
+	for _, part := range []string{dir[:3], dir[4:]} {
+		if cur != "" {
+			cur += "/"
+		}
+		cur += part
+		if fd, ok := p.dirs[cur]; ok {
+			parent = fd
+			continue
+		}
+		made := true
+		if err := unix.Mkdirat(p.rootfd, cur, 0o700); err != nil {
+			if err != unix.EEXIST {
+				return -1, fmt.Errorf("mkdir %s: %w", cur, err)
+			}
+			made = false
+		}
+		fd, err := unix.Openat(p.rootfd, cur, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1, fmt.Errorf("open %s: %w", cur, err)
+		}
+		if made && p.fsync != "none" {
+			if err := unix.Fsync(fd); err != nil {
+				return -1, err
+			}
+			if err := unix.Fsync(parent); err != nil {
+				return -1, err
+			}
+		}
+		p.dirs[cur] = fd
+		p.dirOrder = append(p.dirOrder, cur)
+		parent = fd
+	}
+	// Keep only the directories in use, as the library does.
+	for len(p.dirOrder) > 8 {
+		old := p.dirOrder[0]
+		p.dirOrder = p.dirOrder[1:]
+		unix.Close(p.dirs[old])
+		delete(p.dirs, old)
+	}
+	return parent, nil
+}
+
+func writeAll(fd int, b []byte) error {
+	for len(b) > 0 {
+		n, err := unix.Write(fd, b)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// writeTmp creates dirfd/name exclusively and writes data. It syncs and
+// closes the file unless keep is set, in which case it returns the open
+// descriptor.
+func (p *rawProducer) writeTmp(dirfd int, name string, data []byte, sync, keep bool) (int, error) {
+	fd, err := unix.Openat(dirfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return -1, fmt.Errorf("create %s: %w", name, err)
+	}
+	if err := writeAll(fd, data); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("write %s: %w", name, err)
+	}
+	if sync {
+		if err := unix.Fsync(fd); err != nil {
+			unix.Close(fd)
+			return -1, err
+		}
+	}
+	if keep {
+		return fd, nil
+	}
+	return -1, unix.Close(fd)
+}
+
+type rawChunk struct {
+	dirfd int
+	base  string
+}
+
+// write stores n chunks and returns once they are as durable as the policy
+// asks.
+func (p *rawProducer) write(n int) error {
+	if p.fsync == "chunk" {
+		for range n {
+			if err := p.writeBatch(1, RawPerFile); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return p.writeBatch(n, p.strategy)
+}
+
+func (p *rawProducer) writeBatch(n int, strategy string) error {
+	syncing := p.fsync != "none"
+	perFile := syncing && strategy == RawPerFile
+	keep := syncing && strategy == RawConcurrent
+	chunks := make([]rawChunk, n)
+	p.fds = p.fds[:0]
+	var dirfds []int
+	for i := range chunks {
+		seq := p.next
+		p.next++
+		dir, base := p.names.split(seq)
+		dirfd := p.rootfd
+		if dir != "." {
+			var err error
+			if dirfd, err = p.dir(dir); err != nil {
+				return err
+			}
+		}
+		if len(dirfds) == 0 || dirfds[len(dirfds)-1] != dirfd {
+			dirfds = append(dirfds, dirfd)
+		}
+		chunks[i] = rawChunk{dirfd: dirfd, base: base}
+		if p.names.sidecar {
+			fd, err := p.writeTmp(dirfd, base+".json.tmp", p.sidecar, perFile, keep)
+			if err != nil {
+				return err
+			}
+			if keep {
+				p.fds = append(p.fds, fd)
+			}
+		}
+		fd, err := p.writeTmp(dirfd, base+".bin.tmp", p.payload, perFile, keep)
+		if err != nil {
+			return err
+		}
+		if keep {
+			p.fds = append(p.fds, fd)
+		}
+	}
+	if keep {
+		if err := fsyncConcurrently(p.fds); err != nil {
+			return err
+		}
+	}
+	if syncing && strategy == RawSyncfs {
+		if err := unix.Syncfs(p.rootfd); err != nil {
+			return err
+		}
+	}
+	syncDirs := func() error {
+		if !syncing {
+			return nil
+		}
+		for _, fd := range dirfds {
+			if err := unix.Fsync(fd); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if p.names.sidecar {
+		for _, c := range chunks {
+			if err := unix.Renameat2(c.dirfd, c.base+".json.tmp", c.dirfd, c.base+".json", unix.RENAME_NOREPLACE); err != nil {
+				return fmt.Errorf("rename %s: %w", c.base, err)
+			}
+		}
+		if err := syncDirs(); err != nil {
+			return err
+		}
+	}
+	for _, c := range chunks {
+		if err := unix.Renameat2(c.dirfd, c.base+".bin.tmp", c.dirfd, c.base+".bin", unix.RENAME_NOREPLACE); err != nil {
+			return fmt.Errorf("rename %s: %w", c.base, err)
+		}
+	}
+	return syncDirs()
+}
+
+// fsyncConcurrently fsyncs and closes every descriptor, many at a time, so
+// that the filesystem can group the flushes.
+func fsyncConcurrently(fds []int) error {
+	workers := min(len(fds), 32)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	next := make(chan int)
+	for range workers {
+		wg.Go(func() {
+			for fd := range next {
+				err := unix.Fsync(fd)
+				if cerr := unix.Close(fd); err == nil {
+					err = cerr
+				}
+				if err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	for _, fd := range fds {
+		next <- fd
+	}
+	close(next)
+	wg.Wait()
+	return first
+}
+
+// rawConsumer drains chunks with bare system calls: getdents of the leaf
+// directory, then for each payload in name order openat, read, close (and
+// the same for its sidecar), then unlinkat both and, per policy, fsync the
+// directory.
+type rawConsumer struct {
+	rootfd  int
+	names   rawNames
+	fsync   string
+	dir     string // current leaf directory
+	dirfd   int
+	pending []string // payload base names left in dir
+	buf     []byte
+	dirBuf  []byte
+}
+
+func newRawConsumer(root string, names rawNames, fsync string, payloadBytes int) (*rawConsumer, error) {
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", root, err)
+	}
+	return &rawConsumer{rootfd: fd, names: names, fsync: fsync, dir: ".", dirfd: fd,
+		buf: make([]byte, payloadBytes+4096), dirBuf: make([]byte, 32<<10)}, nil
+}
+
+func (c *rawConsumer) close() error {
+	if c.dirfd != c.rootfd {
+		unix.Close(c.dirfd)
+	}
+	return unix.Close(c.rootfd)
+}
+
+// list returns the sorted entry names of the directory fd.
+func (c *rawConsumer) list(fd int) ([]string, error) {
+	if _, err := unix.Seek(fd, 0, 0); err != nil {
+		return nil, err
+	}
+	var names []string
+	for {
+		n, err := unix.Getdents(fd, c.dirBuf)
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			break
+		}
+		_, _, names = unix.ParseDirent(c.dirBuf[:n], -1, names)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// refill lists the next leaf directory that has payloads.
+func (c *rawConsumer) refill() error {
+	if !c.names.sharded {
+		names, err := c.list(c.rootfd)
+		if err != nil {
+			return err
+		}
+		c.pending = payloadBases(names)
+		return nil
+	}
+	// Leave the drained leaf, remove it, and find the next one.
+	if c.dirfd != c.rootfd {
+		unix.Close(c.dirfd)
+		c.dirfd = c.rootfd
+		_ = unix.Unlinkat(c.rootfd, c.dir, unix.AT_REMOVEDIR)
+	}
+	tops, err := c.list(c.rootfd)
+	if err != nil {
+		return err
+	}
+	for _, top := range tops {
+		if len(top) != 3 {
+			continue
+		}
+		tfd, err := unix.Openat(c.rootfd, top, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		mids, err := c.list(tfd)
+		unix.Close(tfd)
+		if err != nil {
+			return err
+		}
+		for _, mid := range mids {
+			leaf := top + "/" + mid
+			lfd, err := unix.Openat(c.rootfd, leaf, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return err
+			}
+			names, err := c.list(lfd)
+			if err != nil {
+				unix.Close(lfd)
+				return err
+			}
+			if p := payloadBases(names); len(p) > 0 {
+				c.dir, c.dirfd, c.pending = leaf, lfd, p
+				return nil
+			}
+			unix.Close(lfd)
+		}
+	}
+	return nil
+}
+
+func payloadBases(names []string) []string {
+	var out []string
+	for _, n := range names {
+		if len(n) > 4 && n[len(n)-4:] == ".bin" {
+			out = append(out, n[:len(n)-4])
+		}
+	}
+	return out
+}
+
+func (c *rawConsumer) readFile(name string) error {
+	fd, err := unix.Openat(c.dirfd, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", name, err)
+	}
+	for {
+		n, err := unix.Read(fd, c.buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			unix.Close(fd)
+			return err
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return unix.Close(fd)
+}
+
+// consume reads and deletes n chunks.
+func (c *rawConsumer) consume(n int) error {
+	for n > 0 {
+		if len(c.pending) == 0 {
+			if err := c.refill(); err != nil {
+				return err
+			}
+			if len(c.pending) == 0 {
+				return fmt.Errorf("raw consumer: backlog empty with %d chunk(s) to go", n)
+			}
+		}
+		take := c.pending[:min(n, len(c.pending))]
+		c.pending = c.pending[len(take):]
+		n -= len(take)
+		for _, base := range take {
+			if err := c.readFile(base + ".bin"); err != nil {
+				return err
+			}
+			if c.names.sidecar {
+				if err := c.readFile(base + ".json"); err != nil {
+					return err
+				}
+			}
+		}
+		for _, base := range take {
+			if err := unix.Unlinkat(c.dirfd, base+".bin", 0); err != nil {
+				return err
+			}
+			if c.names.sidecar {
+				if err := unix.Unlinkat(c.dirfd, base+".json", 0); err != nil {
+					return err
+				}
+			}
+			if c.fsync == "chunk" {
+				if err := unix.Fsync(c.dirfd); err != nil {
+					return err
+				}
+			}
+		}
+		if c.fsync == "batch" {
+			if err := unix.Fsync(c.dirfd); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,169 @@
+package benchrun
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Report is the outcome of Run.
+type Report struct {
+	Machine Machine   `json:"machine"`
+	Count   int       `json:"count"`  // messages per arm and round
+	Rounds  int       `json:"rounds"` // rounds per case
+	Started time.Time `json:"started"`
+	Elapsed string    `json:"elapsed"`
+	Results []Result  `json:"results"`
+}
+
+// Result is the measurement of one case. Rates are medians over rounds;
+// latencies are percentiles over every batch of every round.
+type Result struct {
+	Name         string `json:"name"` // the case as benchmark name elements
+	Op           string `json:"op"`   // produce or consume
+	Fsync        string `json:"fsync"`
+	BatchSize    int    `json:"batch_size"`
+	PayloadBytes int    `json:"payload_bytes"`
+	Sidecar      bool   `json:"sidecar"`
+	Layout       string `json:"layout"`
+	Backend      string `json:"backend"`
+	Count        int    `json:"count"`
+	Rounds       int    `json:"rounds"`
+
+	MsgsPerSec float64 `json:"msgs_per_sec"`
+	MBPerSec   float64 `json:"mb_per_sec"` // payload bytes only, 10^6 bytes per MB
+	P50BatchMs float64 `json:"p50_batch_ms"`
+	P99BatchMs float64 `json:"p99_batch_ms"`
+
+	// RawArm is the raw baseline compared with: "raw", or for fsync=batch
+	// produce cases the fastest strategy, "raw/<strategy>".
+	RawArm        string  `json:"raw_arm"`
+	RawMsgsPerSec float64 `json:"raw_msgs_per_sec"`
+	RawP50BatchMs float64 `json:"raw_p50_batch_ms"`
+	RawP99BatchMs float64 `json:"raw_p99_batch_ms"`
+	// RawStrategies holds every raw strategy's msgs/s when there were
+	// several.
+	RawStrategies map[string]float64 `json:"raw_strategies,omitempty"`
+	// RatioToRaw is the median over rounds of spool msgs/s divided by the
+	// raw baseline's msgs/s in the same round: 1 means as fast as bare
+	// system calls.
+	RatioToRaw float64 `json:"ratio_to_raw"`
+
+	RoundsMsgsPerSec []float64 `json:"rounds_msgs_per_sec"`
+}
+
+// WriteJSON writes the report as one indented JSON object with a "results"
+// array.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteText writes the report as a table for people.
+func (r *Report) WriteText(w io.Writer) error {
+	m := r.Machine
+	fmt.Fprintf(w, "dir %s: %s", m.Dir, m.FSType)
+	if m.Device != "" {
+		fmt.Fprintf(w, " on %s (%s)", m.Device, m.MountOptions)
+	}
+	fmt.Fprintf(w, "\nkernel %s, %d CPUs, %s/%s; %d messages per case and round, median of %d rounds\n\n",
+		m.Kernel, m.CPUs, m.GoVersion, m.GOARCH, r.Count, r.Rounds)
+	vary := r.varying()
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := []string{"op", "fsync", "batch", "size"}
+	for _, k := range []string{"sidecar", "layout", "backend"} {
+		if vary[k] {
+			head = append(head, k)
+		}
+	}
+	head = append(head, "msgs/s", "MB/s", "p50 batch", "p99 batch", "raw msgs/s", "x raw", "raw")
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	for _, x := range r.Results {
+		row := []string{x.Op, x.Fsync, fmt.Sprint(x.BatchSize), FormatSize(x.PayloadBytes)}
+		if vary["sidecar"] {
+			row = append(row, onOff(x.Sidecar))
+		}
+		if vary["layout"] {
+			row = append(row, x.Layout)
+		}
+		if vary["backend"] {
+			row = append(row, x.Backend)
+		}
+		row = append(row, fmtRate(x.MsgsPerSec), fmt.Sprintf("%.1f", x.MBPerSec),
+			fmtMs(x.P50BatchMs), fmtMs(x.P99BatchMs), fmtRate(x.RawMsgsPerSec),
+			fmt.Sprintf("%.2f", x.RatioToRaw), strings.TrimPrefix(strings.TrimPrefix(x.RawArm, RawArmPrefix), "/"))
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var notes []string
+	for _, x := range r.Results {
+		if len(x.RawStrategies) > 1 {
+			keys := make([]string, 0, len(x.RawStrategies))
+			for k := range x.RawStrategies {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			parts := make([]string, len(keys))
+			for i, k := range keys {
+				parts[i] = fmt.Sprintf("%s %s", strings.TrimPrefix(k, RawArmPrefix+"/"), fmtRate(x.RawStrategies[k]))
+			}
+			notes = append(notes, fmt.Sprintf("  %s %s batch=%d: %s", x.Op, x.Fsync, x.BatchSize, strings.Join(parts, ", ")))
+		}
+	}
+	if len(notes) > 0 {
+		fmt.Fprintln(w, "\nraw fsync=batch strategies (msgs/s):")
+		for _, n := range notes {
+			fmt.Fprintln(w, n)
+		}
+	}
+	_, err := fmt.Fprintln(w, "\nx raw: spool msgs/s over raw-syscall msgs/s measured in the same rounds (1.00 = no overhead).")
+	return err
+}
+
+func (r *Report) varying() map[string]bool {
+	seen := map[string]map[string]bool{"sidecar": {}, "layout": {}, "backend": {}}
+	for _, x := range r.Results {
+		seen["sidecar"][onOff(x.Sidecar)] = true
+		seen["layout"][x.Layout] = true
+		seen["backend"][x.Backend] = true
+	}
+	out := map[string]bool{}
+	for k, v := range seen {
+		out[k] = len(v) > 1
+	}
+	return out
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+func fmtRate(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func fmtMs(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0fms", v)
+	case v >= 1:
+		return fmt.Sprintf("%.2fms", v)
+	}
+	return fmt.Sprintf("%.0fus", v*1000)
+}

@@ -1,0 +1,287 @@
+package benchrun
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/mqb-project/mqb/core"
+)
+
+// Config selects the matrix Run measures. Empty lists take the defaults of
+// DefaultConfig.
+type Config struct {
+	// Dir is the directory to measure in: the raw baseline always runs
+	// there, and so does the spool for backend os. Run makes and removes a
+	// subdirectory of its own.
+	Dir        string
+	Ops        []string // OpProduce, OpConsume
+	Fsync      []string // none, batch, chunk
+	BatchSizes []int
+	Sizes      []int    // payload bytes
+	Sidecars   []bool   // with and without metadata sidecars
+	Layouts    []string // LayoutFlat, LayoutSharded
+	Backends   []string // BackendOS, BackendMemFS
+	// Count is the number of messages each arm writes or drains per round.
+	Count int
+	// Rounds is how many times each case runs, each time in a fresh
+	// directory; figures are medians over rounds.
+	Rounds int
+	// Progress, when set, is called before each round of each case and
+	// once at the end.
+	Progress func(Progress)
+}
+
+// Progress tells how far Run has come.
+type Progress struct {
+	Case  Case
+	Round int // 1-based round of Case
+	Done  int // rounds finished over all cases
+	Total int // rounds in the whole run
+}
+
+// DefaultConfig is what mqb bench measures without flags: both operations,
+// every fsync policy, batch sizes 1, 16 and 256, 1 KiB payloads with
+// sidecars, flat layout, backend os.
+func DefaultConfig(dir string) Config {
+	return Config{
+		Dir:        dir,
+		Ops:        []string{OpProduce, OpConsume},
+		Fsync:      []string{core.FsyncNone, core.FsyncBatch, core.FsyncChunk},
+		BatchSizes: []int{1, 16, 256},
+		Sizes:      []int{1 << 10},
+		Sidecars:   []bool{true},
+		Layouts:    []string{LayoutFlat},
+		Backends:   []string{BackendOS},
+		Count:      1024,
+		Rounds:     5,
+	}
+}
+
+func (cfg Config) withDefaults() Config {
+	d := DefaultConfig(cfg.Dir)
+	if len(cfg.Ops) == 0 {
+		cfg.Ops = d.Ops
+	}
+	if len(cfg.Fsync) == 0 {
+		cfg.Fsync = d.Fsync
+	}
+	if len(cfg.BatchSizes) == 0 {
+		cfg.BatchSizes = d.BatchSizes
+	}
+	if len(cfg.Sizes) == 0 {
+		cfg.Sizes = d.Sizes
+	}
+	if len(cfg.Sidecars) == 0 {
+		cfg.Sidecars = d.Sidecars
+	}
+	if len(cfg.Layouts) == 0 {
+		cfg.Layouts = d.Layouts
+	}
+	if len(cfg.Backends) == 0 {
+		cfg.Backends = d.Backends
+	}
+	if cfg.Count <= 0 {
+		cfg.Count = d.Count
+	}
+	if cfg.Rounds <= 0 {
+		cfg.Rounds = d.Rounds
+	}
+	return cfg
+}
+
+// Cases lists the matrix in the order Run measures it.
+func (cfg Config) Cases() []Case {
+	cfg = cfg.withDefaults()
+	var out []Case
+	for _, op := range cfg.Ops {
+		for _, be := range cfg.Backends {
+			for _, lay := range cfg.Layouts {
+				for _, side := range cfg.Sidecars {
+					for _, size := range cfg.Sizes {
+						for _, fs := range cfg.Fsync {
+							for _, b := range cfg.BatchSizes {
+								out = append(out, Case{Op: op, Fsync: fs, BatchSize: b, PayloadBytes: size,
+									Sidecar: side, Layout: lay, Backend: be})
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Run measures every case of cfg against the raw baseline in the same
+// process and returns the report. It stops early, with the results so far,
+// when ctx ends.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Dir == "" {
+		return nil, fmt.Errorf("benchrun: Config.Dir is required")
+	}
+	cases := cfg.Cases()
+	for _, c := range cases {
+		if err := c.validate(); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	rep := &Report{Machine: DescribeMachine(cfg.Dir), Count: cfg.Count, Rounds: cfg.Rounds, Started: time.Now().UTC()}
+	total := len(cases) * cfg.Rounds
+	done := 0
+	for _, c := range cases {
+		m := newMeasure(c)
+		for r := 1; r <= cfg.Rounds; r++ {
+			if err := ctx.Err(); err != nil {
+				return rep, err
+			}
+			if cfg.Progress != nil {
+				cfg.Progress(Progress{Case: c, Round: r, Done: done, Total: total})
+			}
+			if err := m.round(ctx, cfg.Dir, cfg.Count); err != nil {
+				return rep, fmt.Errorf("%s %s: %w", c.Op, c.Name(), err)
+			}
+			done++
+		}
+		rep.Results = append(rep.Results, m.result())
+	}
+	rep.Elapsed = time.Since(rep.Started).Round(time.Millisecond).String()
+	if cfg.Progress != nil {
+		cfg.Progress(Progress{Done: done, Total: total})
+	}
+	return rep, nil
+}
+
+// measure collects the rounds of one case.
+type measure struct {
+	c     Case
+	arms  []string
+	total [][]time.Duration // [arm][round] time for the round's messages
+	steps [][]time.Duration // [arm] every step's duration
+	msgs  []int             // [round] messages per arm
+}
+
+func newMeasure(c Case) *measure { return &measure{c: c} }
+
+func (m *measure) round(ctx context.Context, dir string, count int) error {
+	t, err := NewTrial(dir, m.c)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	if m.arms == nil {
+		m.arms = t.Arms()
+		m.total = make([][]time.Duration, len(m.arms))
+		m.steps = make([][]time.Duration, len(m.arms))
+	}
+	if err := t.Fill(count); err != nil {
+		return err
+	}
+	sums := make([]time.Duration, len(m.arms))
+	var durs []time.Duration
+	for left := count; left > 0; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n := min(left, m.c.BatchSize)
+		durs, err = t.Step(n, durs)
+		if err != nil {
+			return err
+		}
+		for i, d := range durs {
+			sums[i] += d
+			m.steps[i] = append(m.steps[i], d)
+		}
+		left -= n
+	}
+	for i := range sums {
+		m.total[i] = append(m.total[i], sums[i])
+	}
+	m.msgs = append(m.msgs, count)
+	return t.Close()
+}
+
+func (m *measure) rates(arm int) []float64 {
+	out := make([]float64, len(m.total[arm]))
+	for r, d := range m.total[arm] {
+		out[r] = float64(m.msgs[r]) / d.Seconds()
+	}
+	return out
+}
+
+func (m *measure) result() Result {
+	c := m.c
+	spool := len(m.arms) - 1
+	res := Result{
+		Op: c.Op, Fsync: c.Fsync, BatchSize: c.BatchSize, PayloadBytes: c.PayloadBytes,
+		Sidecar: c.Sidecar, Layout: c.Layout, Backend: c.Backend, Name: c.Name(),
+		Rounds: len(m.msgs),
+	}
+	if len(m.msgs) == 0 {
+		return res
+	}
+	res.Count = m.msgs[0]
+	sr := m.rates(spool)
+	res.MsgsPerSec = median(sr)
+	res.MBPerSec = res.MsgsPerSec * float64(c.PayloadBytes) / 1e6
+	res.RoundsMsgsPerSec = sr
+	res.P50BatchMs = ms(percentile(m.steps[spool], 50))
+	res.P99BatchMs = ms(percentile(m.steps[spool], 99))
+	best, bestRate := 0, -1.0
+	res.RawStrategies = map[string]float64{}
+	for a := range spool {
+		r := median(m.rates(a))
+		res.RawStrategies[m.arms[a]] = r
+		if r > bestRate {
+			best, bestRate = a, r
+		}
+	}
+	if len(res.RawStrategies) == 1 {
+		res.RawStrategies = nil
+	}
+	res.RawArm = m.arms[best]
+	res.RawMsgsPerSec = bestRate
+	res.RawP50BatchMs = ms(percentile(m.steps[best], 50))
+	res.RawP99BatchMs = ms(percentile(m.steps[best], 99))
+	br := m.rates(best)
+	ratios := make([]float64, len(sr))
+	for r := range sr {
+		ratios[r] = sr[r] / br[r]
+	}
+	res.RatioToRaw = median(ratios)
+	return res
+}
+
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+// median returns the median of xs (the mean of the middle two for an even
+// count); 0 for none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// percentile returns the p-th percentile of ds by nearest rank; 0 for none.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(float64(len(s))*p/100+0.999999) - 1
+	return s[max(0, min(i, len(s)-1))]
+}

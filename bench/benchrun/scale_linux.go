@@ -1,0 +1,250 @@
+package benchrun
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mqb-project/mqb/core"
+)
+
+// ScaleConfig selects a backlog-scaling run.
+type ScaleConfig struct {
+	Dir          string   // where the spools are made (backend os)
+	Backlogs     []int    // messages in the backlog; default 10k and 100k
+	Layouts      []string // default sharded; add flat to see its listing cost
+	PayloadBytes int      // default 1 KiB
+	Sidecar      bool
+	Fsync        string // default batch
+	BatchSize    int    // default 256, for producing and draining
+	// Progress, when set, is told what is being done.
+	Progress func(string)
+}
+
+// ScaleResult is the cost of filling and draining one backlog.
+type ScaleResult struct {
+	Backlog         int     `json:"backlog"`
+	Layout          string  `json:"layout"`
+	Fsync           string  `json:"fsync"`
+	BatchSize       int     `json:"batch_size"`
+	PayloadBytes    int     `json:"payload_bytes"`
+	Sidecar         bool    `json:"sidecar"`
+	ProduceUsPerMsg float64 `json:"produce_us_per_msg"`
+	DrainUsPerMsg   float64 `json:"drain_us_per_msg"`
+	// FirstReadMs is the time from opening the consumer to its first
+	// batch: mostly listing the first directory.
+	FirstReadMs float64 `json:"first_read_ms"`
+	// ListMs is the time of one FS.ReadDir of the first leaf directory
+	// (the spool root when flat) with the backlog in place.
+	ListMs      float64 `json:"list_ms"`
+	ListEntries int     `json:"list_entries"`
+	// RSSBeforeMiB is the resident set when draining starts, after a GC
+	// that returns memory to the OS; DrainPeakRSSMiB is the peak resident
+	// set (VmHWM) of the process while draining.
+	RSSBeforeMiB    float64 `json:"rss_before_mib"`
+	DrainPeakRSSMiB float64 `json:"drain_peak_rss_mib"`
+	PeakReset       bool    `json:"peak_reset"` // false: the peak could not be reset and covers the whole process life
+}
+
+// Scale fills and drains each backlog in turn and reports the per-message
+// cost and the draining peak RSS.
+func Scale(ctx context.Context, cfg ScaleConfig) ([]ScaleResult, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("benchrun: ScaleConfig.Dir is required")
+	}
+	if len(cfg.Backlogs) == 0 {
+		cfg.Backlogs = []int{10_000, 100_000}
+	}
+	if len(cfg.Layouts) == 0 {
+		cfg.Layouts = []string{LayoutSharded}
+	}
+	if cfg.PayloadBytes == 0 {
+		cfg.PayloadBytes = 1 << 10
+	}
+	if cfg.Fsync == "" {
+		cfg.Fsync = core.FsyncBatch
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 256
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, err
+	}
+	var out []ScaleResult
+	for _, lay := range cfg.Layouts {
+		for _, n := range cfg.Backlogs {
+			r, err := scaleOne(ctx, cfg, lay, n)
+			if err != nil {
+				return out, fmt.Errorf("backlog %d %s: %w", n, lay, err)
+			}
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func scaleOne(ctx context.Context, cfg ScaleConfig, layout string, n int) (res ScaleResult, err error) {
+	res = ScaleResult{Backlog: n, Layout: layout, Fsync: cfg.Fsync, BatchSize: cfg.BatchSize,
+		PayloadBytes: cfg.PayloadBytes, Sidecar: cfg.Sidecar}
+	say := func(f string, a ...any) {
+		if cfg.Progress != nil {
+			cfg.Progress(fmt.Sprintf(f, a...))
+		}
+	}
+	dir, err := os.MkdirTemp(cfg.Dir, "mqb-scale-")
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		say("backlog %d %s: cleaning up", n, layout)
+		if rerr := os.RemoveAll(dir); err == nil {
+			err = rerr
+		}
+		_ = syncfsPath(cfg.Dir)
+	}()
+	fsys, err := openFS(BackendOS, dir)
+	if err != nil {
+		return res, err
+	}
+	defer fsys.close()
+	o := spoolOptions(dir, cfg.Fsync, layout, cfg.Sidecar)
+
+	// Produce.
+	payload := makePayload(cfg.PayloadBytes)
+	p, err := core.OpenProducer(fsys.fs, o)
+	if err != nil {
+		return res, err
+	}
+	msgs := make([]core.Message, cfg.BatchSize)
+	start := time.Now()
+	for left := n; left > 0; {
+		if err := ctx.Err(); err != nil {
+			p.Close()
+			return res, err
+		}
+		k := min(left, cfg.BatchSize)
+		for i := range k {
+			msgs[i] = core.Message{Metadata: benchMetadata, Payload: payload}
+		}
+		if _, err := p.Write(ctx, msgs[:k]); err != nil {
+			p.Close()
+			return res, err
+		}
+		left -= k
+		if left%100_000 < k {
+			say("backlog %d %s: produced %d", n, layout, n-left)
+		}
+	}
+	res.ProduceUsPerMsg = float64(time.Since(start).Microseconds()) / float64(n)
+	if err := p.Close(); err != nil {
+		return res, err
+	}
+	if err := syncfsPath(dir); err != nil {
+		return res, err
+	}
+
+	// List the first leaf, as a consumer does.
+	leaf := "."
+	if layout == LayoutSharded {
+		leaf = "000/000"
+	}
+	start = time.Now()
+	ents, err := fsys.fs.ReadDir(leaf)
+	res.ListMs = ms(time.Since(start))
+	res.ListEntries = len(ents)
+	ents = nil
+	if err != nil {
+		return res, err
+	}
+
+	// Drain, measuring the peak resident set from here on.
+	msgs, payload = nil, nil
+	runtime.GC()
+	debug.FreeOSMemory()
+	res.PeakReset = resetPeakRSS()
+	res.RSSBeforeMiB = readStatusMiB("VmRSS")
+	c, err := core.OpenConsumer(fsys.fs, o)
+	if err != nil {
+		return res, err
+	}
+	defer c.Close()
+	start = time.Now()
+	got := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		ds, err := c.Read(ctx, cfg.BatchSize)
+		if errors.Is(err, core.ErrEnd) {
+			break
+		}
+		if err != nil {
+			return res, err
+		}
+		if got == 0 {
+			res.FirstReadMs = ms(time.Since(start))
+		}
+		if err := c.Ack(ds...); err != nil {
+			return res, err
+		}
+		got += len(ds)
+		if got%100_000 < len(ds) {
+			say("backlog %d %s: drained %d", n, layout, got)
+		}
+	}
+	res.DrainUsPerMsg = float64(time.Since(start).Microseconds()) / float64(n)
+	res.DrainPeakRSSMiB = readStatusMiB("VmHWM")
+	if got != n {
+		return res, fmt.Errorf("drained %d messages, want %d", got, n)
+	}
+	return res, nil
+}
+
+// resetPeakRSS resets the kernel's peak resident set of this process
+// (VmHWM) to its current size; see proc(5), clear_refs value 5.
+func resetPeakRSS() bool {
+	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
+}
+
+// readStatusMiB reads a kB field of /proc/self/status in MiB; 0 when
+// unavailable.
+func readStatusMiB(field string) float64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok || k != field {
+			continue
+		}
+		kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+		if err != nil {
+			return 0
+		}
+		return kb / 1024
+	}
+	return 0
+}
+
+// WriteScaleText writes scaling results as a table.
+func WriteScaleText(w io.Writer, rs []ScaleResult) error {
+	fmt.Fprintf(w, "%9s %8s %6s %6s %7s %12s %12s %11s %10s %8s %10s %10s\n",
+		"backlog", "layout", "fsync", "batch", "size", "produce us/m", "drain us/m", "first read", "list ms", "entries", "rss before", "drain peak")
+	for _, r := range rs {
+		fmt.Fprintf(w, "%9d %8s %6s %6d %7s %12.2f %12.2f %9.1fms %10.2f %8d %8.1fMi %8.1fMi\n",
+			r.Backlog, r.Layout, r.Fsync, r.BatchSize, FormatSize(r.PayloadBytes), r.ProduceUsPerMsg, r.DrainUsPerMsg,
+			r.FirstReadMs, r.ListMs, r.ListEntries, r.RSSBeforeMiB, r.DrainPeakRSSMiB)
+	}
+	return nil
+}

@@ -1,0 +1,211 @@
+package benchrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	osfs "github.com/mqb-project/mqb/backend-os"
+	memfs "github.com/mqb-project/mqb/backend-memfs"
+	"github.com/mqb-project/mqb/core"
+)
+
+// Backends a case can run the spool on.
+const (
+	BackendOS    = "os"    // backend-os on the benchmark directory
+	BackendMemFS = "memfs" // backend-memfs, in process memory
+)
+
+// Layouts a case can use.
+const (
+	LayoutFlat    = "flat"    // every chunk in the spool root
+	LayoutSharded = "sharded" // shard_depth=2, shard_width=3: 1000 chunks per leaf directory
+)
+
+// Operations.
+const (
+	OpProduce = "produce"
+	OpConsume = "consume"
+)
+
+// spoolFS is an open spool filesystem and how to let it go.
+type spoolFS struct {
+	fs    core.FS
+	close func() error
+}
+
+func openFS(backend, dir string) (*spoolFS, error) {
+	switch backend {
+	case BackendOS, "":
+		fsys, err := osfs.New(dir, osfs.Options{CreateRoot: true})
+		if err != nil {
+			return nil, err
+		}
+		return &spoolFS{fs: fsys, close: fsys.Close}, nil
+	case BackendMemFS:
+		return &spoolFS{fs: memfs.New(), close: func() error { return nil }}, nil
+	}
+	return nil, fmt.Errorf("unknown backend %q (valid: %s, %s)", backend, BackendOS, BackendMemFS)
+}
+
+// spoolOptions returns the options of a case's spool at dir.
+func spoolOptions(dir, fsync, layout string, sidecar bool) core.Options {
+	o := core.DefaultOptions(dir)
+	o.Fsync = fsync
+	if !sidecar {
+		o.MetadataExt = ""
+	}
+	if layout == LayoutSharded {
+		o.ShardDepth, o.ShardWidth = 2, 3
+	}
+	o.ExitWhenEmpty = true
+	return o
+}
+
+// benchMetadata is the metadata of every benchmark message, the shape of a
+// typical sidecar.
+var benchMetadata = map[string]string{"content_type": "application/octet-stream", "source": "mqb-bench"}
+
+// sampleSidecar returns bytes of the size the library writes for one
+// message's sidecar, for the raw baseline.
+func sampleSidecar() []byte {
+	dir, err := os.MkdirTemp("", "mqb-sidecar-")
+	if err != nil {
+		return []byte(`{"message_id": "0195f4a0c7d77801a2b3c4d5e6f78901", "metadata": {}}` + "\n")
+	}
+	defer os.RemoveAll(dir)
+	fsys := memfs.New()
+	o := spoolOptions(dir, core.FsyncNone, LayoutFlat, true)
+	o.Claims = false
+	p, err := core.OpenProducer(fsys, o)
+	if err == nil {
+		_, err = p.Write(context.Background(), []core.Message{{Metadata: benchMetadata, Payload: []byte("x")}})
+		p.Close()
+	}
+	if err == nil {
+		var f core.File
+		if f, err = fsys.Open("000000000.json"); err == nil {
+			defer f.Close()
+			b := make([]byte, 4096)
+			n, _ := f.Read(b)
+			return b[:n]
+		}
+	}
+	return []byte(`{"message_id": "0195f4a0c7d77801a2b3c4d5e6f78901", "metadata": {}}` + "\n")
+}
+
+// spoolProducer is the spool arm of a produce case.
+type spoolProducer struct {
+	fsys *spoolFS
+	p    *core.Producer
+	msgs []core.Message
+	pay  []byte
+}
+
+func newSpoolProducer(backend, dir string, o core.Options, payload []byte) (*spoolProducer, error) {
+	fsys, err := openFS(backend, dir)
+	if err != nil {
+		return nil, err
+	}
+	p, err := core.OpenProducer(fsys.fs, o)
+	if err != nil {
+		fsys.close()
+		return nil, err
+	}
+	return &spoolProducer{fsys: fsys, p: p, pay: payload}, nil
+}
+
+// prepare readies n fresh messages (no ids: the producer assigns them).
+func (s *spoolProducer) prepare(n int) {
+	if cap(s.msgs) < n {
+		s.msgs = make([]core.Message, n)
+	}
+	s.msgs = s.msgs[:n]
+	for i := range s.msgs {
+		s.msgs[i] = core.Message{Metadata: benchMetadata, Payload: s.pay}
+	}
+}
+
+func (s *spoolProducer) write() error {
+	_, err := s.p.Write(context.Background(), s.msgs)
+	return err
+}
+
+func (s *spoolProducer) close() error {
+	return errors.Join(s.p.Close(), s.fsys.close())
+}
+
+// spoolConsumer is the spool arm of a consume case.
+type spoolConsumer struct {
+	fsys *spoolFS
+	c    *core.Consumer
+}
+
+func newSpoolConsumer(fsys *spoolFS, o core.Options) (*spoolConsumer, error) {
+	c, err := core.OpenConsumer(fsys.fs, o)
+	if err != nil {
+		return nil, err
+	}
+	return &spoolConsumer{fsys: fsys, c: c}, nil
+}
+
+// consume reads n chunks, in batches of up to n, and acks them.
+func (s *spoolConsumer) consume(n int) error {
+	for n > 0 {
+		ds, err := s.c.Read(context.Background(), n)
+		if err != nil {
+			return err
+		}
+		if err := s.c.Ack(ds...); err != nil {
+			return err
+		}
+		n -= len(ds)
+	}
+	return nil
+}
+
+func (s *spoolConsumer) close() error {
+	return errors.Join(s.c.Close(), s.fsys.close())
+}
+
+// fill writes n messages of payload into a spool with fsync=none and then
+// flushes the filesystem, so that a consume case starts from a durable
+// backlog.
+func fill(fsys core.FS, o core.Options, payload []byte, n, batch int) error {
+	o.Fsync = core.FsyncNone
+	p, err := core.OpenProducer(fsys, o)
+	if err != nil {
+		return err
+	}
+	msgs := make([]core.Message, 0, batch)
+	for n > 0 {
+		k := min(n, batch)
+		msgs = msgs[:0]
+		for range k {
+			msgs = append(msgs, core.Message{Metadata: benchMetadata, Payload: payload})
+		}
+		if _, err := p.Write(context.Background(), msgs); err != nil {
+			p.Close()
+			return err
+		}
+		n -= k
+	}
+	if err := p.Close(); err != nil {
+		return err
+	}
+	if s, ok := fsys.(core.FSSyncer); ok {
+		return s.SyncAll()
+	}
+	return nil
+}
+
+// subdir returns dir/name after removing whatever was there.
+func subdir(dir, name string) (string, error) {
+	p := filepath.Join(dir, name)
+	if err := os.RemoveAll(p); err != nil {
+		return "", err
+	}
+	return p, os.MkdirAll(p, 0o700)
+}

@@ -1,0 +1,329 @@
+package benchrun
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/mqb-project/mqb/core"
+	"golang.org/x/sys/unix"
+)
+
+// Case is one point of the benchmark matrix.
+type Case struct {
+	Op           string // OpProduce or OpConsume
+	Fsync        string // none, batch or chunk
+	BatchSize    int    // messages per Producer.Write or Consumer.Read+Ack
+	PayloadBytes int
+	Sidecar      bool
+	Layout       string // LayoutFlat or LayoutSharded
+	Backend      string // BackendOS or BackendMemFS
+}
+
+// Name returns the case as benchmark name elements, for example
+// "fsync=chunk/batch=16/size=1KiB/sidecar=on/layout=flat/backend=os".
+func (c Case) Name() string {
+	side := "off"
+	if c.Sidecar {
+		side = "on"
+	}
+	return fmt.Sprintf("fsync=%s/batch=%d/size=%s/sidecar=%s/layout=%s/backend=%s",
+		c.Fsync, c.BatchSize, FormatSize(c.PayloadBytes), side, c.Layout, c.Backend)
+}
+
+func (c Case) validate() error {
+	switch {
+	case c.Op != OpProduce && c.Op != OpConsume:
+		return fmt.Errorf("op %q: must be %s or %s", c.Op, OpProduce, OpConsume)
+	case c.Fsync != core.FsyncNone && c.Fsync != core.FsyncBatch && c.Fsync != core.FsyncChunk:
+		return fmt.Errorf("fsync %q: must be none, batch or chunk", c.Fsync)
+	case c.BatchSize < 1:
+		return fmt.Errorf("batch size %d: must be at least 1", c.BatchSize)
+	case c.PayloadBytes < 0:
+		return fmt.Errorf("payload size %d: must not be negative", c.PayloadBytes)
+	case c.Layout != LayoutFlat && c.Layout != LayoutSharded:
+		return fmt.Errorf("layout %q: must be %s or %s", c.Layout, LayoutFlat, LayoutSharded)
+	case c.Backend != BackendOS && c.Backend != BackendMemFS:
+		return fmt.Errorf("backend %q: must be %s or %s", c.Backend, BackendOS, BackendMemFS)
+	}
+	return nil
+}
+
+// ArmSpool is the name of the arm that runs the library.
+const ArmSpool = "spool"
+
+// RawArmPrefix starts the name of every raw-baseline arm.
+const RawArmPrefix = "raw"
+
+// Trial runs one case side by side with its raw baselines: every Step runs
+// one batch on each raw arm and then on the spool arm, so that a machine
+// that slows down or speeds up affects all of them alike. A Trial works in a
+// directory of its own, removed by Close.
+type Trial struct {
+	c       Case
+	dir     string
+	arms    []*arm
+	payload []byte
+	closed  bool
+}
+
+type arm struct {
+	name string
+	prep func(n int) // untimed, before step
+	step func(n int) error
+	fill func(n int) error
+	stop func() error
+}
+
+// NewTrial prepares c in a fresh directory below dir (which must exist and
+// is where the raw baseline and, for backend os, the spool live).
+func NewTrial(dir string, c Case) (t *Trial, err error) {
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	work, err := os.MkdirTemp(dir, "mqb-bench-")
+	if err != nil {
+		return nil, err
+	}
+	t = &Trial{c: c, dir: work, payload: makePayload(c.PayloadBytes)}
+	defer func() {
+		if err != nil {
+			t.Close()
+		}
+	}()
+	names := rawNames{sharded: c.Layout == LayoutSharded, sidecar: c.Sidecar}
+	var side []byte
+	if c.Sidecar {
+		side = sampleSidecar()
+	}
+	strategies := []string{RawPerFile}
+	if c.Op == OpProduce && c.Fsync == core.FsyncBatch {
+		strategies = []string{RawPerFile, RawConcurrent, RawSyncfs}
+	}
+	for i, s := range strategies {
+		name := RawArmPrefix
+		if len(strategies) > 1 {
+			name += "/" + s
+		}
+		d, err := subdir(work, fmt.Sprintf("raw%d", i))
+		if err != nil {
+			return nil, err
+		}
+		a, err := t.rawArm(name, d, names, s, side)
+		if err != nil {
+			return nil, err
+		}
+		t.arms = append(t.arms, a)
+	}
+	d, err := subdir(work, "spool")
+	if err != nil {
+		return nil, err
+	}
+	a, err := t.spoolArm(d)
+	if err != nil {
+		return nil, err
+	}
+	t.arms = append(t.arms, a)
+	return t, nil
+}
+
+func (t *Trial) rawArm(name, dir string, names rawNames, strategy string, side []byte) (*arm, error) {
+	c := t.c
+	if c.Op == OpProduce {
+		p, err := newRawProducer(dir, names, c.Fsync, strategy, t.payload, side)
+		if err != nil {
+			return nil, err
+		}
+		return &arm{name: name, step: p.write, stop: p.close}, nil
+	}
+	a := &arm{name: name}
+	a.fill = func(n int) error {
+		fsys, err := openFS(BackendOS, dir)
+		if err != nil {
+			return err
+		}
+		err = fill(fsys.fs, spoolOptions(dir, c.Fsync, c.Layout, c.Sidecar), t.payload, n, 256)
+		if cerr := fsys.close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		rc, err := newRawConsumer(dir, names, c.Fsync, c.PayloadBytes)
+		if err != nil {
+			return err
+		}
+		a.step, a.stop = rc.consume, rc.close
+		return nil
+	}
+	return a, nil
+}
+
+func (t *Trial) spoolArm(dir string) (*arm, error) {
+	c := t.c
+	o := spoolOptions(dir, c.Fsync, c.Layout, c.Sidecar)
+	if c.Op == OpProduce {
+		p, err := newSpoolProducer(c.Backend, dir, o, t.payload)
+		if err != nil {
+			return nil, err
+		}
+		return &arm{name: ArmSpool, prep: p.prepare, step: func(int) error { return p.write() }, stop: p.close}, nil
+	}
+	fsys, err := openFS(c.Backend, dir)
+	if err != nil {
+		return nil, err
+	}
+	a := &arm{name: ArmSpool, stop: fsys.close}
+	a.fill = func(n int) error {
+		if err := fill(fsys.fs, o, t.payload, n, 256); err != nil {
+			return err
+		}
+		sc, err := newSpoolConsumer(fsys, o)
+		if err != nil {
+			return err
+		}
+		a.step, a.stop = sc.consume, sc.close
+		return nil
+	}
+	return a, nil
+}
+
+// Arms returns the names of the arms in the order Step runs them: the raw
+// baselines ("raw", or "raw/<strategy>" for fsync=batch produce cases), then
+// "spool".
+func (t *Trial) Arms() []string {
+	out := make([]string, len(t.arms))
+	for i, a := range t.arms {
+		out[i] = a.name
+	}
+	return out
+}
+
+// Dir returns the trial's own directory.
+func (t *Trial) Dir() string { return t.dir }
+
+// Fill puts a backlog of n messages in front of every arm of a consume
+// case, made durable before it returns. It is not timed and must be called
+// once, before Step.
+func (t *Trial) Fill(n int) error {
+	if t.c.Op != OpConsume {
+		return nil
+	}
+	for _, a := range t.arms {
+		if err := a.fill(n); err != nil {
+			return fmt.Errorf("fill %s: %w", a.name, err)
+		}
+	}
+	return nil
+}
+
+// Step produces or consumes n messages on each arm in turn and returns how
+// long each took, in the order of Arms.
+func (t *Trial) Step(n int, out []time.Duration) ([]time.Duration, error) {
+	out = out[:0]
+	for _, a := range t.arms {
+		if a.step == nil {
+			return nil, errors.New("benchrun: Fill must be called before Step in a consume case")
+		}
+		if a.prep != nil {
+			a.prep(n)
+		}
+		start := time.Now()
+		err := a.step(n)
+		d := time.Since(start)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", a.name, err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// Close stops every arm and removes the trial's directory, then flushes the
+// filesystem so that the next trial does not pay for this one's writes.
+func (t *Trial) Close() error {
+	if t.closed {
+		return nil
+	}
+	t.closed = true
+	var errs []error
+	for _, a := range t.arms {
+		if a.stop != nil {
+			errs = append(errs, a.stop())
+		}
+	}
+	t.arms = nil
+	errs = append(errs, os.RemoveAll(t.dir), syncfsPath(filepath.Dir(t.dir)))
+	return errors.Join(errs...)
+}
+
+func syncfsPath(dir string) error {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Syncfs(fd)
+}
+
+// makePayload returns n bytes that do not compress to nothing.
+func makePayload(n int) []byte {
+	b := make([]byte, n)
+	x := uint32(2463534242)
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		b[i] = byte(x)
+	}
+	return b
+}
+
+// FormatSize writes a byte count the way the flags take it: 100B, 1KiB,
+// 64KiB, 1MiB.
+func FormatSize(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", n>>10)
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+// ParseSize reads a byte count: a number with an optional unit B, KiB, MiB,
+// GiB (K, M, G and KB, MB, GB are taken as the same binary units).
+func ParseSize(s string) (int, error) {
+	t := strings.TrimSpace(s)
+	i := 0
+	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
+		i++
+	}
+	if i == 0 {
+		return 0, fmt.Errorf("size %q: want a number with an optional unit (100B, 1KiB, 64KiB, 1MiB)", s)
+	}
+	var n int
+	if _, err := fmt.Sscan(t[:i], &n); err != nil {
+		return 0, fmt.Errorf("size %q: %w", s, err)
+	}
+	mult := 0
+	switch strings.ToLower(strings.TrimSpace(t[i:])) {
+	case "", "b":
+		mult = 1
+	case "k", "kb", "kib":
+		mult = 1 << 10
+	case "m", "mb", "mib":
+		mult = 1 << 20
+	case "g", "gb", "gib":
+		mult = 1 << 30
+	default:
+		return 0, fmt.Errorf("size %q: unknown unit (use B, KiB, MiB or GiB)", s)
+	}
+	if n > (1<<31)/mult {
+		return 0, fmt.Errorf("size %q: too large", s)
+	}
+	return n * mult, nil
+}
