@@ -7,8 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
-	osfs "github.com/mqb-project/mqb/backend-os"
 	memfs "github.com/mqb-project/mqb/backend-memfs"
+	osfs "github.com/mqb-project/mqb/backend-os"
 	"github.com/mqb-project/mqb/core"
 )
 
