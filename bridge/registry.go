@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"sort"
 	"sync"
@@ -11,7 +12,9 @@ import (
 
 // BackendFactory opens the filesystem of a spool from its options (path,
 // file_mode, dir_mode...). create asks for the spool directory to be made
-// when missing (a producer does; a consumer may wait for it).
+// when missing (a producer does; a consumer may wait for it). When the
+// returned FS implements io.Closer, the connector that opened it closes it
+// when it is done.
 type BackendFactory func(o core.Options, create bool) (core.FS, error)
 
 // Env is a registry of connectors and spool backends plus the shared
@@ -24,18 +27,34 @@ type Env struct {
 	schemes    map[string]*Connector // by URL scheme
 	backends   map[string]BackendFactory
 
+	memMu sync.Mutex
+	mem   map[string]core.FS // memfs spools by path, shared by the whole Env
+
 	// Logger receives the route's and the connectors' logs.
 	Logger *slog.Logger
+	// Stdin is what the stdin connector reads; nil means os.Stdin as it is
+	// when the source connects.
+	Stdin io.Reader
+	// Stdout is what the stdout connector writes; nil means os.Stdout as it
+	// is when the target connects.
+	Stdout io.Writer
 }
 
-// NewEnv returns an empty registry.
+// NewEnv returns a registry with no connectors and the two built-in spool
+// backends: os (the real filesystem, the default) and memfs (in-process
+// memory: every route of this Env that names the same path shares one
+// in-memory spool).
 func NewEnv() *Env {
-	return &Env{
+	e := &Env{
 		connectors: map[string]*Connector{},
 		schemes:    map[string]*Connector{},
 		backends:   map[string]BackendFactory{},
+		mem:        map[string]core.FS{},
 		Logger:     slog.Default(),
 	}
+	e.backends[BackendOS] = openOS
+	e.backends[BackendMemFS] = e.openMem
+	return e
 }
 
 // DefaultEnv is the registry the built-in connectors and backends add

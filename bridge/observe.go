@@ -1,0 +1,57 @@
+package bridge
+
+import "time"
+
+// Observer receives a route's events, for metrics and progress displays.
+// Its methods are called from the route's goroutine and must return quickly.
+type Observer interface {
+	// Received reports a batch read from the source: n messages, bytes of
+	// payload.
+	Received(n, bytes int)
+	// Sent reports a batch the target made durable, and how long the
+	// successful write took.
+	Sent(n, bytes int, latency time.Duration)
+	// WriteFailed reports a failed write of n messages.
+	WriteFailed(n int, err error)
+	// Acked reports n messages acknowledged at the source.
+	Acked(n int)
+	// Nacked reports n messages negatively acknowledged at the source.
+	Nacked(n int)
+	// Retrying reports that the route waits wait before the attempt-th
+	// retry of a failed write.
+	Retrying(attempt int, wait time.Duration)
+}
+
+// Drainer is implemented by sources that can either wait for more input or
+// end when there is none. The route calls SetDrain with its drain flag
+// before Connect: with true the source returns ErrEndOfInput once it has
+// nothing to deliver right now and nothing in flight.
+type Drainer interface {
+	SetDrain(drain bool)
+}
+
+// Progresser is implemented by sources that know how far through their
+// input they are, for progress displays. done and total are in unit
+// ("messages" or "bytes"); total is negative when unknown.
+type Progresser interface {
+	Progress() (done, total int64, unit string)
+}
+
+// BacklogReporter is implemented by spool endpoints: Backlog returns the
+// number of chunks waiting in the spool right now, for the
+// mqb_spool_backlog gauge. It may scan the spool, so call it only when the
+// value is wanted.
+type BacklogReporter interface {
+	Backlog() (chunks int64, err error)
+	// SpoolPath is the spool directory, to label the gauge.
+	SpoolPath() string
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Received(int, int)            {}
+func (nopObserver) Sent(int, int, time.Duration) {}
+func (nopObserver) WriteFailed(int, error)       {}
+func (nopObserver) Acked(int)                    {}
+func (nopObserver) Nacked(int)                   {}
+func (nopObserver) Retrying(int, time.Duration)  {}

@@ -1,0 +1,327 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/mqb-project/mqb/core"
+)
+
+// Defaults of a route.
+const (
+	DefaultBatchSize       = 100
+	DefaultShutdownTimeout = 30 * time.Second
+)
+
+// DefaultRetry is the retry policy of a route that sets none: 100ms,
+// doubling up to 5s between attempts, at most 10 retries of a batch.
+var DefaultRetry = RetryPolicy{Initial: 100 * time.Millisecond, Max: 5 * time.Second, MaxRetries: 10}
+
+// RetryPolicy says how a route retries a batch its target failed to write.
+// The wait before retry n is Initial*2^(n-1), capped at Max.
+type RetryPolicy struct {
+	Initial time.Duration
+	Max     time.Duration
+	// MaxRetries is how many times one batch is retried before the route
+	// fails; 0 means never, a negative value means forever.
+	MaxRetries int
+}
+
+func (p RetryPolicy) wait(attempt int) time.Duration {
+	d := p.Initial
+	for i := 1; i < attempt && d < p.Max; i++ {
+		d *= 2
+	}
+	return min(d, p.Max)
+}
+
+// Route moves messages from a Source to a Target in batches. A batch is
+// acknowledged at the source only after Target.WriteBatch returned nil for
+// it, that is once the target made it durable; a failed write negatively
+// acknowledges the batch (the source delivers it again) and is retried
+// after a capped exponential backoff.
+//
+// Fill the fields, then call Run once.
+type Route struct {
+	Source Source
+	Target Target
+	// Input and Output are how the endpoints appear in logs and errors.
+	Input, Output string
+
+	// BatchSize is the most messages written at once; 0 means
+	// DefaultBatchSize.
+	BatchSize int
+	// BatchPeriod is how long a batch that is not full waits for more
+	// messages after its first one. 0 writes whatever one read returned.
+	BatchPeriod time.Duration
+	// Drain makes sources that could wait for more input (a spool, a drop
+	// zone) end as soon as they have nothing left (see Drainer).
+	Drain bool
+	// Retry is the retry policy; nil means DefaultRetry.
+	Retry *RetryPolicy
+	// ShutdownTimeout bounds how long in-flight messages are given to
+	// settle once the context of Run ends; 0 means
+	// DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+
+	// Logger receives the route's logs; nil means slog.Default().
+	Logger *slog.Logger
+	// Observer receives the route's events; nil means none.
+	Observer Observer
+
+	read, written int64
+}
+
+// Stats returns how many messages the route has read and how many it has
+// written and acknowledged. Call it after Run returned.
+func (r *Route) Stats() (read, written int64) { return r.read, r.written }
+
+// Run connects both ends and moves messages until the input ends (nil), a
+// failure that retrying cannot fix or that outlasts the retry policy (an
+// error), or ctx ends. When ctx ends Run stops reading, writes and
+// acknowledges what it already read (within ShutdownTimeout), closes both
+// ends and returns an error matching ErrInterrupted.
+//
+// The target is closed with the route's outcome as cause (nil after a
+// clean end of input), so a dir-spool target writes DONE as its emit_done
+// option says; the source is closed after it, which releases its claims.
+func (r *Route) Run(ctx context.Context) (err error) {
+	if r.Source == nil || r.Target == nil {
+		return errors.New("bridge: a route needs a source and a target")
+	}
+	retry := DefaultRetry
+	if r.Retry != nil {
+		retry = *r.Retry
+	}
+	if retry.Initial <= 0 || retry.Max < retry.Initial {
+		return fmt.Errorf("bridge: retry policy: initial interval must be positive and no more than the max interval (got %v, %v)", retry.Initial, retry.Max)
+	}
+	log := r.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	obs := r.Observer
+	if obs == nil {
+		obs = nopObserver{}
+	}
+	grace := r.ShutdownTimeout
+	if grace <= 0 {
+		grace = DefaultShutdownTimeout
+	}
+
+	// sctx outlives ctx by grace: writes, acks and closes use it so that
+	// what was read is settled after an interrupt.
+	sctx, scancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer scancel()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-done:
+			return
+		}
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			scancel()
+		case <-done:
+		}
+	}()
+
+	if d, ok := r.Source.(Drainer); ok {
+		d.SetDrain(r.Drain)
+	}
+	if err := r.Source.Connect(ctx); err != nil {
+		if ctx.Err() != nil {
+			return r.interrupted(ctx)
+		}
+		return fmt.Errorf("connect source %s: %w", r.Input, err)
+	}
+	if err := r.Target.Connect(ctx); err != nil {
+		cerr := r.Source.Close(sctx)
+		if ctx.Err() != nil {
+			return errors.Join(r.interrupted(ctx), cerr)
+		}
+		return errors.Join(fmt.Errorf("connect target %s: %w", r.Output, err), cerr)
+	}
+	start := time.Now()
+	log.Info("route started", "input", r.Input, "output", r.Output, "batch_size", r.batchSize(), "batch_period", r.BatchPeriod, "drain", r.Drain)
+
+	runErr := r.loop(ctx, sctx, retry, log, obs)
+
+	var errs []error
+	if runErr != nil {
+		errs = append(errs, runErr)
+	}
+	if err := r.Target.Close(sctx, runErr); err != nil {
+		errs = append(errs, fmt.Errorf("close target %s: %w", r.Output, err))
+	}
+	if err := r.Source.Close(sctx); err != nil {
+		errs = append(errs, fmt.Errorf("close source %s: %w", r.Input, err))
+	}
+	elapsed := time.Since(start)
+	switch {
+	case runErr == nil:
+		log.Info("route finished", "read", r.read, "written", r.written, "elapsed", elapsed.Round(time.Millisecond))
+	case errors.Is(runErr, ErrInterrupted):
+		log.Warn("route interrupted", "read", r.read, "written", r.written, "elapsed", elapsed.Round(time.Millisecond))
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Route) batchSize() int {
+	if r.BatchSize <= 0 {
+		return DefaultBatchSize
+	}
+	return r.BatchSize
+}
+
+func (r *Route) interrupted(ctx context.Context) error {
+	cause := context.Cause(ctx)
+	if cause == nil || cause == ctx.Err() {
+		return fmt.Errorf("%w: %w", ErrInterrupted, ctx.Err())
+	}
+	return fmt.Errorf("%w: %w", ErrInterrupted, cause)
+}
+
+// retryable reports whether a failed write may succeed if tried again.
+func retryable(err error) bool {
+	for _, e := range []error{ErrPermanent, core.ErrProducerFailed, core.ErrSequenceExhausted, core.ErrClosed, core.ErrClaimed, core.ErrInvalidOption} {
+		if errors.Is(err, e) {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *Route) loop(ctx, sctx context.Context, retry RetryPolicy, log *slog.Logger, obs Observer) error {
+	failures := 0
+	for {
+		batch, acks, rerr := r.collect(ctx)
+		if len(batch) > 0 {
+			n, bytes := len(batch), payloadBytes(batch)
+			r.read += int64(n)
+			obs.Received(n, bytes)
+			for _, m := range batch {
+				if m.ID == "" {
+					m.ID = core.NewMessageID()
+				}
+				if m.Metadata == nil {
+					m.Metadata = map[string]string{}
+				}
+			}
+			t0 := time.Now()
+			werr := r.Target.WriteBatch(sctx, batch)
+			if werr == nil {
+				obs.Sent(n, bytes, time.Since(t0))
+				failures = 0
+				if err := settle(sctx, acks, nil); err != nil {
+					return fmt.Errorf("acknowledge %d message(s) at %s: %w", n, r.Input, err)
+				}
+				r.written += int64(n)
+				obs.Acked(n)
+			} else {
+				obs.WriteFailed(n, werr)
+				nerr := settle(sctx, acks, werr)
+				obs.Nacked(n)
+				werr = fmt.Errorf("write %d message(s) to %s: %w", n, r.Output, werr)
+				if nerr != nil {
+					return errors.Join(werr, fmt.Errorf("negatively acknowledge at %s: %w", r.Input, nerr))
+				}
+				if !retryable(werr) {
+					return werr
+				}
+				failures++
+				if retry.MaxRetries >= 0 && failures > retry.MaxRetries {
+					return fmt.Errorf("%w after %d retries: %w", ErrRetriesExhausted, retry.MaxRetries, werr)
+				}
+				if ctx.Err() != nil {
+					return r.interrupted(ctx)
+				}
+				wait := retry.wait(failures)
+				obs.Retrying(failures, wait)
+				log.Warn("write failed; retrying", "output", r.Output, "attempt", failures, "wait", wait, "error", werr)
+				t := time.NewTimer(wait)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return r.interrupted(ctx)
+				case <-t.C:
+				}
+				continue // the source delivers the nacked batch again
+			}
+		}
+		switch {
+		case rerr == nil:
+		case errors.Is(rerr, ErrEndOfInput):
+			return nil
+		case ctx.Err() != nil:
+			return r.interrupted(ctx)
+		default:
+			return fmt.Errorf("read from %s: %w", r.Input, rerr)
+		}
+	}
+}
+
+// collect reads one batch: up to BatchSize messages, waiting at most
+// BatchPeriod after the first for more. Messages read are returned even
+// with an error, so that they are settled.
+func (r *Route) collect(ctx context.Context) ([]*Message, []AckFunc, error) {
+	size := r.batchSize()
+	var msgs []*Message
+	var acks []AckFunc
+	var first time.Time
+	for len(msgs) < size {
+		rctx, cancel := ctx, context.CancelFunc(func() {})
+		if len(msgs) > 0 {
+			left := r.BatchPeriod - time.Since(first)
+			if r.BatchPeriod <= 0 || left <= 0 {
+				break
+			}
+			rctx, cancel = context.WithTimeout(ctx, left)
+		}
+		ms, ack, err := r.Source.ReadBatch(rctx, size-len(msgs))
+		cancel()
+		if len(ms) > 0 {
+			if first.IsZero() {
+				first = time.Now()
+			}
+			msgs = append(msgs, ms...)
+			if ack != nil {
+				acks = append(acks, ack)
+			}
+		} else if ack != nil && err == nil {
+			_ = ack(ctx, nil) // an empty batch: nothing to settle
+		}
+		if err != nil {
+			if len(msgs) > 0 && ctx.Err() == nil && rctx.Err() != nil {
+				return msgs, acks, nil // the batch period is over
+			}
+			return msgs, acks, err
+		}
+	}
+	return msgs, acks, nil
+}
+
+func settle(ctx context.Context, acks []AckFunc, err error) error {
+	var errs []error
+	for _, a := range acks {
+		if e := a(ctx, err); e != nil {
+			errs = append(errs, e)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func payloadBytes(ms []*Message) int {
+	n := 0
+	for _, m := range ms {
+		n += len(m.Payload)
+	}
+	return n
+}
