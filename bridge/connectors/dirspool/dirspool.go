@@ -1,0 +1,301 @@
+// Package dirspool is the directory spool connector: a durable FIFO queue in
+// a directory, one payload file (and one JSON metadata sidecar) per message.
+//
+//	dir-spool:///var/spool/orders?emit_done=success   (aliases spool://, dirspool://)
+//	dir_spool: {path: /var/spool/orders, emit_done: success}
+//
+// Its options are core.SpoolSchema. As a source it is a core.Consumer: it
+// holds the CONSUMER claim while draining, deletes a chunk only when the
+// route acknowledges it, ends when the route drains and the spool is empty
+// or, with stop_on_done, when the producer's DONE sentinel is there and
+// nothing is left. As a target it is a core.Producer: a batch is
+// acknowledged once Producer.Write returned, that is once its chunks are
+// committed (and durable, unless fsync=none), and DONE is written at the end
+// of the route as emit_done says.
+package dirspool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/mqb-project/mqb/bridge"
+	"github.com/mqb-project/mqb/core"
+)
+
+// Register adds the dir-spool connector (schemes dir-spool, spool,
+// dirspool; YAML key dir_spool) to env.
+func Register(env *bridge.Env) {
+	env.Register(&bridge.Connector{
+		Name:      core.SpoolSchema.Name,
+		Schemes:   core.SpoolSchemes,
+		Schema:    core.SpoolSchema,
+		URLFields: urlFields,
+		NewSource: NewSource,
+		NewTarget: NewTarget,
+	})
+}
+
+func init() { Register(bridge.DefaultEnv) }
+
+func urlFields(u *url.URL) (map[string]any, error) {
+	if u.Host != "" {
+		return nil, &core.OptionError{Field: "path", Value: u.Host + u.Path,
+			Msg: fmt.Sprintf("must be absolute: write three slashes, as in %s:///var/spool/orders", u.Scheme)}
+	}
+	if u.Opaque != "" || u.Path == "" || u.Path[0] != '/' {
+		return nil, &core.OptionError{Field: "path", Value: u.Opaque + u.Path,
+			Msg: fmt.Sprintf("must be an absolute path, as in %s:///var/spool/orders", u.Scheme)}
+	}
+	return bridge.PathFields(u)
+}
+
+// Options decodes and checks the spool options of an endpoint: the core
+// validation plus an absolute path and a registered backend.
+func Options(env *bridge.Env, v *core.Values) (core.Options, error) {
+	o, err := core.OptionsFromValues(v)
+	if err != nil {
+		return o, err
+	}
+	if !filepath.IsAbs(o.Path) {
+		return o, &core.OptionError{Field: "path", Value: o.Path, Msg: "must be an absolute path, such as /var/spool/orders"}
+	}
+	o.Path = filepath.Clean(o.Path)
+	return o, env.CheckBackend(o.Backend)
+}
+
+// NewSource returns a spool consumer as a source.
+func NewSource(env *bridge.Env, v *core.Values) (bridge.Source, error) {
+	o, err := Options(env, v)
+	if err != nil {
+		return nil, err
+	}
+	return &Source{env: env, opts: o, msgs: map[*core.Delivery]*bridge.Message{}}, nil
+}
+
+// Source reads a spool. It implements bridge.Drainer, bridge.Progresser and
+// bridge.BacklogReporter.
+type Source struct {
+	env     *bridge.Env
+	opts    core.Options
+	fsys    core.FS
+	release func() error
+	c       *core.Consumer
+
+	mu    sync.Mutex
+	msgs  map[*core.Delivery]*bridge.Message // unsettled, so a redelivery is the same message
+	total int64                              // backlog when connected (drain only)
+	acked int64
+}
+
+var (
+	_ bridge.Source          = (*Source)(nil)
+	_ bridge.Drainer         = (*Source)(nil)
+	_ bridge.Progresser      = (*Source)(nil)
+	_ bridge.BacklogReporter = (*Source)(nil)
+)
+
+// SetDrain makes the consumer end once the spool is empty (ExitWhenEmpty).
+func (s *Source) SetDrain(drain bool) { s.opts.ExitWhenEmpty = drain }
+
+// Connect opens the spool and takes the CONSUMER claim (when draining and
+// claims are on). A spool directory that does not exist yet is waited for,
+// unless the route drains: then it is an error.
+func (s *Source) Connect(ctx context.Context) error {
+	var err error
+	logged := false
+	for {
+		s.fsys, s.release, err = s.env.OpenSpoolFS(s.opts, false)
+		if err == nil || !errors.Is(err, fs.ErrNotExist) || s.opts.ExitWhenEmpty {
+			break
+		}
+		if !logged {
+			s.env.Logger.Info("waiting for the spool directory to appear", "path", s.opts.Path)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(s.opts.PollInterval):
+		}
+	}
+	if err != nil {
+		return err
+	}
+	s.c, err = core.OpenConsumer(s.fsys, s.opts)
+	if err != nil {
+		s.release()
+		return err
+	}
+	if s.opts.ExitWhenEmpty {
+		if st, err := core.Scan(s.fsys, s.opts); err == nil {
+			s.total = int64(st.Chunks)
+		}
+	} else {
+		s.total = -1
+	}
+	return nil
+}
+
+// ReadBatch returns the next chunks in order, nacked ones first.
+func (s *Source) ReadBatch(ctx context.Context, max int) ([]*bridge.Message, bridge.AckFunc, error) {
+	ds, err := s.c.Read(ctx, max)
+	if err != nil {
+		if errors.Is(err, core.ErrEnd) {
+			return nil, nil, bridge.ErrEndOfInput
+		}
+		return nil, nil, err
+	}
+	out := make([]*bridge.Message, len(ds))
+	s.mu.Lock()
+	for i, d := range ds {
+		m, ok := s.msgs[d]
+		if !ok {
+			m = &bridge.Message{ID: d.MessageID, Metadata: d.Metadata, Payload: d.Payload}
+			s.msgs[d] = m
+		}
+		out[i] = m
+	}
+	s.mu.Unlock()
+	return out, func(_ context.Context, err error) error {
+		if err != nil {
+			return s.c.Nack(ds...)
+		}
+		aerr := s.c.Ack(ds...)
+		s.mu.Lock()
+		for _, d := range ds {
+			delete(s.msgs, d)
+		}
+		s.acked += int64(len(ds))
+		s.mu.Unlock()
+		return aerr
+	}, nil
+}
+
+// Progress reports acknowledged chunks against the backlog found at
+// Connect (known only when draining).
+func (s *Source) Progress() (done, total int64, unit string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.acked, s.total, "messages"
+}
+
+// Backlog counts the chunks in the spool.
+func (s *Source) Backlog() (int64, error) { return backlog(s.fsys, s.opts) }
+
+// SpoolPath returns the spool directory.
+func (s *Source) SpoolPath() string { return s.opts.Path }
+
+// Close releases the CONSUMER claim; unacknowledged chunks stay on disk.
+func (s *Source) Close(ctx context.Context) error {
+	if s.c == nil {
+		return nil
+	}
+	err := s.c.Close()
+	return errors.Join(err, s.release())
+}
+
+func backlog(fsys core.FS, o core.Options) (int64, error) {
+	if fsys == nil {
+		return 0, errors.New("spool is not open")
+	}
+	st, err := core.Scan(fsys, o)
+	if err != nil {
+		return 0, err
+	}
+	return int64(st.Chunks), nil
+}
+
+// NewTarget returns a spool producer as a target.
+func NewTarget(env *bridge.Env, v *core.Values) (bridge.Target, error) {
+	o, err := Options(env, v)
+	if err != nil {
+		return nil, err
+	}
+	return &Target{env: env, opts: o}, nil
+}
+
+// Target writes a spool. It implements bridge.BacklogReporter.
+type Target struct {
+	env     *bridge.Env
+	opts    core.Options
+	fsys    core.FS
+	release func() error
+	p       *core.Producer
+
+	mu      sync.Mutex
+	written map[string]bool // ids committed by a batch that then failed
+}
+
+var (
+	_ bridge.Target          = (*Target)(nil)
+	_ bridge.BacklogReporter = (*Target)(nil)
+)
+
+// Connect creates the spool directory when missing, takes the PRODUCER
+// claim and recovers the spool (see core.OpenProducer).
+func (t *Target) Connect(ctx context.Context) error {
+	var err error
+	t.fsys, t.release, err = t.env.OpenSpoolFS(t.opts, true)
+	if err != nil {
+		return err
+	}
+	t.p, err = core.OpenProducer(t.fsys, t.opts)
+	if err != nil {
+		t.release()
+		return err
+	}
+	return nil
+}
+
+// WriteBatch writes one chunk per message and returns once they are
+// committed. When a batch fails part way (fsync=chunk), the chunks already
+// committed are remembered by message id and not written again when the
+// route retries the batch.
+func (t *Target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	batch := make([]core.Message, 0, len(msgs))
+	for _, m := range msgs {
+		if t.written[m.ID] && m.ID != "" {
+			delete(t.written, m.ID)
+			continue
+		}
+		batch = append(batch, core.Message{ID: m.ID, Metadata: m.Metadata, Payload: m.Payload})
+	}
+	n, err := t.p.Write(ctx, batch)
+	if err != nil {
+		if n > 0 {
+			if t.written == nil {
+				t.written = map[string]bool{}
+			}
+			for _, m := range batch[:n] {
+				t.written[m.ID] = true
+			}
+		}
+		return err
+	}
+	clear(t.written)
+	return nil
+}
+
+// Close writes DONE as emit_done says (status failure when cause is not
+// nil) and releases the PRODUCER claim.
+func (t *Target) Close(ctx context.Context, cause error) error {
+	if t.p == nil {
+		return nil
+	}
+	err := t.p.CloseWithError(cause)
+	return errors.Join(err, t.release())
+}
+
+// Backlog counts the chunks in the spool.
+func (t *Target) Backlog() (int64, error) { return backlog(t.fsys, t.opts) }
+
+// SpoolPath returns the spool directory.
+func (t *Target) SpoolPath() string { return t.opts.Path }

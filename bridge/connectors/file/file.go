@@ -1,0 +1,319 @@
+// Package file is the file connector: it reads the records of one named file
+// and appends records to one.
+//
+//	file:///data/orders.jsonl?format=json
+//	file: {path: /data/orders.csv, format: csv}
+//
+// Formats: json (one JSON document per line, validated and passed byte for
+// byte), csv (a header row; each record becomes a JSON object of its named
+// fields), lines (each line one message) and raw (the whole file one
+// message). A record that cannot be parsed stops the route with an error
+// naming the file and the line; nothing is skipped.
+//
+// As a source, every message carries content_type, source (the file name
+// without extension), path and line metadata, and the input ends at the end
+// of the file. As a target, each batch is appended and fsync'd before it is
+// acknowledged; a failed batch is cut off again, so the file never keeps a
+// partial record.
+package file
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/mqb-project/mqb/bridge"
+	"github.com/mqb-project/mqb/bridge/internal/records"
+	"github.com/mqb-project/mqb/core"
+)
+
+// Schema is the option table of the file connector.
+var Schema = &core.Schema{
+	Name: "file",
+	Fields: []core.Field{
+		{Name: "path", Type: core.TypeString, Required: true,
+			Doc: "Absolute path of the file. In a URL it is the URL path (file:///data/orders.jsonl)."},
+		records.FormatField(records.Lines),
+		records.DelimiterField,
+		records.ContentTypeField,
+		records.SourceField(""),
+		{Name: "append", Type: core.TypeBool, Default: "true",
+			Doc: "Target: add to the end of an existing file. false empties the file when the route starts."},
+		{Name: "file_mode", Type: core.TypeFileMode, Default: "0644",
+			Doc: "Target: permission bits of a file it creates (less the umask)."},
+	},
+}
+
+// Register adds the file connector (scheme file) to env.
+func Register(env *bridge.Env) {
+	env.Register(&bridge.Connector{
+		Name:      "file",
+		Schemes:   []string{"file"},
+		Schema:    Schema,
+		URLFields: bridge.PathFields,
+		NewSource: NewSource,
+		NewTarget: NewTarget,
+	})
+}
+
+func init() { Register(bridge.DefaultEnv) }
+
+type config struct {
+	path, format, contentType, source string
+	delim                             rune
+}
+
+func configFrom(v *core.Values) (config, error) {
+	p, err := records.AbsPath(v)
+	if err != nil {
+		return config{}, err
+	}
+	d, err := records.Delimiter(v)
+	if err != nil {
+		return config{}, err
+	}
+	c := config{path: p, format: v.String("format"), contentType: v.String("content_type"), source: v.String("source"), delim: d}
+	if c.contentType == "" {
+		c.contentType = records.ContentType(c.format)
+	}
+	if c.source == "" {
+		c.source = records.SourceName(p)
+	}
+	return c, nil
+}
+
+// NewSource returns a source reading the records of the file v names.
+func NewSource(env *bridge.Env, v *core.Values) (bridge.Source, error) {
+	c, err := configFrom(v)
+	if err != nil {
+		return nil, err
+	}
+	return &source{config: c}, nil
+}
+
+type source struct {
+	config
+	mu    sync.Mutex
+	f     *os.File
+	rd    *records.Reader
+	size  int64
+	retry []*bridge.Message // nacked, delivered again first
+	err   error             // sticky read error
+	eof   bool
+}
+
+var (
+	_ bridge.Source     = (*source)(nil)
+	_ bridge.Progresser = (*source)(nil)
+)
+
+func (s *source) Connect(ctx context.Context) error {
+	f, err := os.Open(s.path)
+	if err != nil {
+		return fmt.Errorf("open input: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("open input: %w", err)
+	}
+	if !fi.Mode().IsRegular() && s.format == records.Raw {
+		// raw reads to the end; a FIFO works, its size is just unknown
+		s.size = -1
+	} else {
+		s.size = fi.Size()
+	}
+	if fi.IsDir() {
+		f.Close()
+		return fmt.Errorf("open input %s: is a directory", s.path)
+	}
+	s.f, s.rd = f, records.NewReader(f, s.format, s.path, s.delim)
+	return nil
+}
+
+func (s *source) ReadBatch(ctx context.Context, max int) ([]*bridge.Message, bridge.AckFunc, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	n := min(max, len(s.retry))
+	out := append([]*bridge.Message(nil), s.retry[:n]...)
+	s.retry = s.retry[n:]
+	for len(out) < max && s.err == nil && !s.eof {
+		rec, err := s.rd.Next()
+		if errors.Is(err, io.EOF) {
+			s.eof = true
+			break
+		}
+		if err != nil {
+			s.err = err
+			break
+		}
+		out = append(out, &bridge.Message{Payload: rec.Payload, Metadata: records.Meta(s.contentType, s.source, s.path, rec)})
+	}
+	if len(out) == 0 {
+		if s.err != nil {
+			return nil, nil, s.err
+		}
+		return nil, nil, bridge.ErrEndOfInput
+	}
+	return out, func(_ context.Context, err error) error {
+		if err != nil {
+			s.mu.Lock()
+			s.retry = append(out, s.retry...)
+			s.mu.Unlock()
+		}
+		return nil
+	}, nil
+}
+
+func (s *source) Progress() (done, total int64, unit string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.rd == nil {
+		return 0, -1, "bytes"
+	}
+	return s.rd.Offset(), s.size, "bytes"
+}
+
+func (s *source) Close(ctx context.Context) error {
+	if s.f == nil {
+		return nil
+	}
+	return s.f.Close()
+}
+
+// NewTarget returns a target appending records to the file v names.
+func NewTarget(env *bridge.Env, v *core.Values) (bridge.Target, error) {
+	c, err := configFrom(v)
+	if err != nil {
+		return nil, err
+	}
+	return &target{config: c, append: v.Bool("append"), mode: fs.FileMode(v.FileMode("file_mode"))}, nil
+}
+
+type target struct {
+	config
+	append bool
+	mode   fs.FileMode
+	mu     sync.Mutex
+	f      *os.File
+	enc    *records.Encoder
+	size   int64 // bytes known to be durable in the file
+	sep    bool  // the file does not end with a line break: add one first
+	failed error
+}
+
+var _ bridge.Target = (*target)(nil)
+
+func (t *target) Connect(ctx context.Context) error {
+	_, statErr := os.Stat(t.path)
+	created := errors.Is(statErr, fs.ErrNotExist)
+	flags := os.O_WRONLY | os.O_CREATE
+	if !t.append {
+		flags |= os.O_TRUNC
+	}
+	f, err := os.OpenFile(t.path, flags, t.mode)
+	if err != nil {
+		return fmt.Errorf("open output: %w", err)
+	}
+	fail := func(err error) error {
+		f.Close()
+		return err
+	}
+	if created || !t.append {
+		if err := f.Sync(); err != nil {
+			return fail(fmt.Errorf("sync %s: %w", t.path, err))
+		}
+		if err := syncDir(filepath.Dir(t.path)); err != nil {
+			return fail(err)
+		}
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return fail(fmt.Errorf("open output: %w", err))
+	}
+	t.size = fi.Size()
+	var header []string
+	if t.size > 0 && t.format != records.Raw {
+		r, err := os.Open(t.path)
+		if err != nil {
+			return fail(fmt.Errorf("read existing %s: %w", t.path, err))
+		}
+		last := make([]byte, 1)
+		if _, err := r.ReadAt(last, t.size-1); err == nil && last[0] != '\n' {
+			t.sep = true
+		}
+		if t.format == records.CSV {
+			header, err = records.ReadCSVHeader(r, t.delim)
+			if err != nil {
+				r.Close()
+				return fail(fmt.Errorf("read the CSV header of %s to append to it: %w", t.path, err))
+			}
+		}
+		r.Close()
+	}
+	t.f, t.enc = f, records.NewEncoder(t.format, t.delim, header)
+	return nil
+}
+
+func (t *target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.failed != nil {
+		return t.failed
+	}
+	payloads, ids := make([][]byte, len(msgs)), make([]string, len(msgs))
+	for i, m := range msgs {
+		payloads[i], ids[i] = m.Payload, m.ID
+	}
+	b, err := t.enc.Encode(payloads, ids)
+	if err != nil {
+		return err
+	}
+	data := b.Data
+	if t.sep {
+		data = append([]byte{'\n'}, data...)
+	}
+	if _, err := t.f.WriteAt(data, t.size); err != nil {
+		if terr := t.f.Truncate(t.size); terr != nil {
+			t.failed = bridge.Permanent(fmt.Errorf("append to %s: %w; then cutting off the partial batch failed: %w", t.path, err, terr))
+			return t.failed
+		}
+		return fmt.Errorf("append to %s: %w", t.path, err)
+	}
+	if err := t.f.Sync(); err != nil {
+		// What reached the disk is unknown: do not write on top of it.
+		t.failed = bridge.Permanent(fmt.Errorf("sync %s: %w", t.path, err))
+		return t.failed
+	}
+	t.size += int64(len(data))
+	t.sep = false
+	b.Commit()
+	return nil
+}
+
+func (t *target) Close(ctx context.Context, cause error) error {
+	if t.f == nil {
+		return nil
+	}
+	return t.f.Close()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,232 @@
+// Package stdio is the stdin source and the stdout target, with the record
+// formats of the file connector:
+//
+//	stdin://?format=json      stdin: {format: json}
+//	stdout://?format=lines    stdout: {format: lines}
+//
+// stdin ends at end of input; its messages carry content_type, source
+// (stdin) and line metadata. stdout writes each batch and, when standard
+// output is a regular file, fsyncs it before the batch is acknowledged.
+package stdio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/mqb-project/mqb/bridge"
+	"github.com/mqb-project/mqb/bridge/internal/records"
+	"github.com/mqb-project/mqb/core"
+)
+
+// StdinSchema is the option table of the stdin source.
+var StdinSchema = &core.Schema{
+	Name: "stdin",
+	Fields: []core.Field{
+		records.FormatField(records.Lines),
+		records.DelimiterField,
+		records.ContentTypeField,
+		records.SourceField("stdin"),
+	},
+}
+
+// StdoutSchema is the option table of the stdout target.
+var StdoutSchema = &core.Schema{
+	Name: "stdout",
+	Fields: []core.Field{
+		records.FormatField(records.Lines),
+		records.DelimiterField,
+	},
+}
+
+// Register adds the stdin and stdout connectors to env.
+func Register(env *bridge.Env) {
+	env.Register(&bridge.Connector{
+		Name: "stdin", Schemes: []string{"stdin"}, Schema: StdinSchema,
+		URLFields: bridge.NoPathFields, NewSource: NewSource,
+	})
+	env.Register(&bridge.Connector{
+		Name: "stdout", Schemes: []string{"stdout"}, Schema: StdoutSchema,
+		URLFields: bridge.NoPathFields, NewTarget: NewTarget,
+	})
+}
+
+func init() { Register(bridge.DefaultEnv) }
+
+// NewSource returns a source reading env.Stdin (os.Stdin when nil).
+func NewSource(env *bridge.Env, v *core.Values) (bridge.Source, error) {
+	d, err := records.Delimiter(v)
+	if err != nil {
+		return nil, err
+	}
+	s := &source{env: env, format: v.String("format"), contentType: v.String("content_type"), name: v.String("source"), delim: d}
+	if s.contentType == "" {
+		s.contentType = records.ContentType(s.format)
+	}
+	return s, nil
+}
+
+type item struct {
+	rec records.Record
+	err error
+}
+
+type source struct {
+	env                       *bridge.Env
+	format, contentType, name string
+	delim                     rune
+
+	items chan item
+	stop  chan struct{}
+	once  sync.Once
+	mu    sync.Mutex
+	retry []*bridge.Message
+	err   error // sticky: end of input or a read error
+}
+
+var _ bridge.Source = (*source)(nil)
+
+// Connect starts reading standard input in the background, so that a read
+// can be abandoned when the route stops.
+func (s *source) Connect(ctx context.Context) error {
+	in := s.env.Stdin
+	if in == nil {
+		in = os.Stdin
+	}
+	rd := records.NewReader(in, s.format, "stdin", s.delim)
+	s.items, s.stop = make(chan item, 256), make(chan struct{})
+	go func() {
+		defer close(s.items)
+		for {
+			rec, err := rd.Next()
+			select {
+			case s.items <- item{rec, err}:
+			case <-s.stop:
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return nil
+}
+
+func (s *source) ReadBatch(ctx context.Context, max int) ([]*bridge.Message, bridge.AckFunc, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := min(max, len(s.retry))
+	out := append([]*bridge.Message(nil), s.retry[:n]...)
+	s.retry = s.retry[n:]
+	take := func(it item) bool {
+		if it.err != nil {
+			s.err = it.err
+			return false
+		}
+		out = append(out, &bridge.Message{Payload: it.rec.Payload, Metadata: records.Meta(s.contentType, s.name, "", it.rec)})
+		return true
+	}
+	if len(out) == 0 && s.err == nil {
+		select { // wait for the first record
+		case it, ok := <-s.items:
+			if !ok {
+				s.err = io.EOF
+			} else {
+				take(it)
+			}
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+	}
+	for len(out) < max && s.err == nil {
+		select {
+		case it, ok := <-s.items:
+			if !ok {
+				s.err = io.EOF
+			} else {
+				take(it)
+			}
+			continue
+		default:
+		}
+		break
+	}
+	if len(out) == 0 {
+		if errors.Is(s.err, io.EOF) {
+			return nil, nil, bridge.ErrEndOfInput
+		}
+		return nil, nil, s.err
+	}
+	return out, func(_ context.Context, err error) error {
+		if err != nil {
+			s.mu.Lock()
+			s.retry = append(out, s.retry...)
+			s.mu.Unlock()
+		}
+		return nil
+	}, nil
+}
+
+func (s *source) Close(ctx context.Context) error {
+	if s.stop != nil {
+		s.once.Do(func() { close(s.stop) })
+	}
+	return nil
+}
+
+// NewTarget returns a target writing to env.Stdout (os.Stdout when nil).
+func NewTarget(env *bridge.Env, v *core.Values) (bridge.Target, error) {
+	d, err := records.Delimiter(v)
+	if err != nil {
+		return nil, err
+	}
+	return &target{env: env, enc: records.NewEncoder(v.String("format"), d, nil)}, nil
+}
+
+type target struct {
+	env *bridge.Env
+	mu  sync.Mutex
+	out io.Writer
+	enc *records.Encoder
+}
+
+var _ bridge.Target = (*target)(nil)
+
+func (t *target) Connect(ctx context.Context) error {
+	t.out = t.env.Stdout
+	if t.out == nil {
+		t.out = os.Stdout
+	}
+	return nil
+}
+
+func (t *target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	payloads, ids := make([][]byte, len(msgs)), make([]string, len(msgs))
+	for i, m := range msgs {
+		payloads[i], ids[i] = m.Payload, m.ID
+	}
+	b, err := t.enc.Encode(payloads, ids)
+	if err != nil {
+		return err
+	}
+	if _, err := t.out.Write(b.Data); err != nil {
+		// Part of the batch may be out already and cannot be taken back.
+		return bridge.Permanent(fmt.Errorf("write to stdout: %w", err))
+	}
+	b.Commit()
+	if f, ok := t.out.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			if err := f.Sync(); err != nil {
+				return bridge.Permanent(fmt.Errorf("sync stdout: %w", err))
+			}
+		}
+	}
+	return nil
+}
+
+func (t *target) Close(ctx context.Context, cause error) error { return nil }
