@@ -33,7 +33,7 @@ type collect struct {
 	failN int // fail every write after this many messages (0: never)
 }
 
-func (c *collect) Connect(context.Context) error { return nil }
+func (c *collect) Connect(context.Context) error      { return nil }
 func (c *collect) Close(context.Context, error) error { return nil }
 func (c *collect) WriteBatch(_ context.Context, ms []*bridge.Message) error {
 	c.mu.Lock()
