@@ -285,15 +285,17 @@ func (p *Producer) writeBatch(msgs []Message) (err error) {
 	for i := range chunks {
 		c := &chunks[i]
 		if c.sidecar != "" {
-			if err := p.writeFile(c.dir, c.sideTmp, encodeSidecar(msgs[i].ID, msgs[i].Metadata)); err != nil {
+			made, err := p.writeFile(c.dir, c.sideTmp, encodeSidecar(msgs[i].ID, msgs[i].Metadata))
+			c.sideTmpMade = made // a file that failed half-written is ours to undo too
+			if err != nil {
 				return err
 			}
-			c.sideTmpMade = true
 		}
-		if err := p.writeFile(c.dir, c.payTmp, msgs[i].Payload); err != nil {
+		made, err := p.writeFile(c.dir, c.payTmp, msgs[i].Payload)
+		c.payTmpMade = made
+		if err != nil {
 			return err
 		}
-		c.payTmpMade = true
 	}
 	if p.syncing() && !p.perFileSync() {
 		if err := p.fsys.(FSSyncer).SyncAll(); err != nil {
@@ -360,11 +362,12 @@ func (p *Producer) syncDirs(dirs []string) error {
 }
 
 // writeFile creates name exclusively, writes data and syncs it when the
-// policy asks for a sync per file. It makes missing shard directories.
-func (p *Producer) writeFile(dir, name string, data []byte) (err error) {
+// policy asks for a sync per file. It makes missing shard directories. made
+// reports whether it created the file, even when a later step failed.
+func (p *Producer) writeFile(dir, name string, data []byte) (made bool, err error) {
 	f, err := p.createIn(dir, name)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer func() {
 		if cerr := f.Close(); cerr != nil && err == nil {
@@ -372,14 +375,14 @@ func (p *Producer) writeFile(dir, name string, data []byte) (err error) {
 		}
 	}()
 	if _, err := f.Write(data); err != nil {
-		return p.errorf("write %s: %w", name, err)
+		return true, p.errorf("write %s: %w", name, err)
 	}
 	if p.syncing() && p.perFileSync() {
 		if err := f.Sync(); err != nil {
-			return p.fail(p.errorf("sync %s: %w", name, err))
+			return true, p.fail(p.errorf("sync %s: %w", name, err))
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // createIn creates name in dir, making dir (and its parents) when missing. A
