@@ -5,11 +5,16 @@ go 1.26.0
 require (
 	github.com/eclipse/paho.mqtt.golang v1.5.1
 	github.com/mqb-project/mqb/core v0.0.0
+	github.com/nats-io/nats.go v1.55.0
 )
 
 require (
 	github.com/gorilla/websocket v1.5.3 // indirect
+	github.com/klauspost/compress v1.20.0 // indirect
+	github.com/nats-io/nkeys v0.4.16 // indirect
+	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/spf13/afero v1.15.0 // indirect
+	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/net v0.58.0 // indirect
 	golang.org/x/sync v0.23.0 // indirect
 )

@@ -228,8 +228,17 @@ func TestOnConflictWithoutIDColumn(t *testing.T) {
 
 	strict := openTarget(t, table, "&on_conflict=error")
 	err := write(t, strict, msg("", `{"order_no":2}`, nil))
-	require.Error(t, err)
+	require.ErrorIs(t, err, bridge.ErrPermanent, "retrying cannot fix a duplicate key")
 	assert.Contains(t, err.Error(), "23505")
+
+	// A value PostgreSQL cannot convert fails the batch for good; nothing
+	// of it is written.
+	err = write(t, skip, msg("", `{"order_no":3}`, nil), msg("", `{"order_no":"three"}`, nil))
+	require.ErrorIs(t, err, bridge.ErrPermanent)
+	assert.Contains(t, err.Error(), "22P02")
+	assert.Equal(t, 2, count(t, admin, table))
+	require.NoError(t, write(t, skip, msg("", `{"order_no":3}`, nil)), "the connection is still usable")
+	assert.Equal(t, 3, count(t, admin, table))
 }
 
 func TestColumnMode(t *testing.T) {
@@ -292,7 +301,7 @@ func TestUnknownKeys(t *testing.T) {
 
 	strict := openTarget(t, table, "")
 	err := write(t, strict, msg("m1", `{"sku":"A","qty":1}`, nil), msg("m2", `{"sku":"B","colour":"red","size":3}`, nil))
-	require.Error(t, err)
+	require.ErrorIs(t, err, bridge.ErrPermanent)
 	assert.Contains(t, err.Error(), `"colour", "size"`)
 	assert.Contains(t, err.Error(), "message 2 of the batch (id m2)")
 	assert.Contains(t, err.Error(), "unknown_keys=ignore")

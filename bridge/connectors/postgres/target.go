@@ -251,7 +251,8 @@ func (t *Target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 	}
 	batch, err := t.statements(msgs)
 	if err != nil {
-		return fmt.Errorf("postgres %s: table %s: %w", t.where, t.rel, err)
+		// The payloads themselves do not fit: writing them again cannot help.
+		return bridge.Permanent(fmt.Errorf("postgres %s: table %s: %w", t.where, t.rel, err))
 	}
 	if t.conn == nil || t.conn.IsClosed() {
 		if err := t.dial(ctx); err != nil {
@@ -265,12 +266,34 @@ func (t *Target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 			t.conn.Close(context.Background())
 			t.conn = nil
 		}
-		return t.errorf(err, "insert %d message(s) into %s", len(msgs), t.rel)
+		err = t.errorf(err, "insert %d message(s) into %s", len(msgs), t.rel)
+		if permanent(err) {
+			return bridge.Permanent(err)
+		}
+		return err
 	}
 	if skipped := int64(len(msgs)) - inserted; skipped > 0 {
 		t.log.Debug("postgres: rows already present were skipped", "table", t.rel, "skipped", skipped, "inserted", inserted)
 	}
 	return nil
+}
+
+// permanent reports a server error that the same batch would get again:
+// bad data (class 22), a violated constraint (23, but for a foreign key
+// whose row may yet arrive), an undefined table or column, or a privilege
+// missing (42).
+func permanent(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || len(pe.Code) != 5 {
+		return false
+	}
+	switch pe.Code[:2] {
+	case "22", "42":
+		return true
+	case "23":
+		return pe.Code != "23503"
+	}
+	return false
 }
 
 func isServerError(err error) bool {

@@ -1,0 +1,370 @@
+package nats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/mqb-project/mqb/bridge"
+	"github.com/mqb-project/mqb/core"
+)
+
+// Name is the connector's YAML key.
+const Name = "nats"
+
+// DefaultDrainIdle is how long a draining source waits for a message before
+// it ends, when idle_timeout is not set.
+const DefaultDrainIdle = 2 * time.Second
+
+// Schema is the option table of the NATS JetStream source and target. In a
+// URL the host list becomes servers and the user info username and
+// password (or token, when there is no password).
+var Schema = &core.Schema{
+	Name: Name,
+	Fields: []core.Field{
+		{Name: "servers", Type: core.TypeString, Required: true,
+			Doc: "Comma-separated host:port list of NATS servers (port 4222 when omitted)."},
+		{Name: "username", Type: core.TypeString, Doc: "User name (the URL's user info)."},
+		{Name: "password", Type: core.TypeString, Doc: "Password (the URL's user info). Never printed."},
+		{Name: "token", Type: core.TypeString, Doc: "Authentication token (a URL user info without password). Never printed."},
+		{Name: "creds_file", Type: core.TypeString, Doc: "NATS credentials file (user JWT and NKey seed)."},
+		{Name: "tls", Type: core.TypeBool, Default: "false", Doc: "Require TLS."},
+		{Name: "ca_file", Type: core.TypeString, Doc: "PEM file of the certificate authorities that sign the servers' certificates."},
+		{Name: "cert_file", Type: core.TypeString, Doc: "PEM client certificate (with key_file)."},
+		{Name: "key_file", Type: core.TypeString, Doc: "PEM private key of cert_file."},
+		{Name: "subject", Type: core.TypeString, Required: true,
+			Doc: "Target: the subject to publish to. Source: the subject filter of the consumer (wildcards allowed)."},
+		{Name: "stream", Type: core.TypeString,
+			Doc: "The stream. Optional when a stream already captures subject; needed by create_stream. A target also checks that its messages land in it."},
+		{Name: "create_stream", Type: core.TypeBool, Default: "false",
+			Doc: "Create the stream (subjects: subject) when it does not exist."},
+		{Name: "storage", Type: core.TypeEnum, Default: "file", Enum: []string{"file", "memory"},
+			Doc: "Storage of a stream made by create_stream."},
+		{Name: "duplicate_window", Type: core.TypeDuration, Default: "2m",
+			Doc: "Deduplication window of a stream made by create_stream: a message id seen within it is stored once."},
+		{Name: "durable", Type: core.TypeString,
+			Doc: "Source: the durable consumer's name. It keeps the position across restarts; required for a source."},
+		{Name: "deliver_policy", Type: core.TypeEnum, Default: "all", Enum: []string{"all", "new", "last"},
+			Doc: "Source: where a new durable consumer starts. An existing one keeps its position."},
+		{Name: "ack_wait", Type: core.TypeDuration, Default: "30s",
+			Doc: "Source: how long JetStream waits for an acknowledgement before delivering a message again. Keep it longer than a batch write."},
+		{Name: "max_ack_pending", Type: core.TypeInt, Default: "1000", Min: 1,
+			Doc: "Source: most messages delivered and not yet acknowledged."},
+		{Name: "idle_timeout", Type: core.TypeDuration, Default: "0s",
+			Doc: "Source: end the route after this long without a message. With --drain it defaults to 2s; without --drain the source waits forever unless this is set."},
+		{Name: "metadata_headers", Type: core.TypeBool, Default: "true",
+			Doc: "Target: send metadata as message headers (keys starting with nats_ are left out). Source: turn headers into metadata."},
+		{Name: "connect_timeout", Type: core.TypeDuration, Default: "10s", Doc: "How long the first connection may take."},
+		{Name: "write_timeout", Type: core.TypeDuration, Default: "30s",
+			Doc: "Target: how long a batch waits for JetStream's acknowledgements before the write fails and is retried."},
+	},
+}
+
+// Connector describes the NATS JetStream source and target.
+var Connector = &bridge.Connector{
+	Name:      Name,
+	Schemes:   []string{"nats"},
+	Schema:    Schema,
+	URLFields: urlFields,
+	NewSource: func(env *bridge.Env, v *core.Values) (bridge.Source, error) { return NewSource(env, v) },
+	NewTarget: func(env *bridge.Env, v *core.Values) (bridge.Target, error) { return NewTarget(env, v) },
+	Redact:    redact,
+}
+
+// Register adds the NATS connector to env.
+func Register(env *bridge.Env) { env.Register(Connector) }
+
+func init() { Register(bridge.DefaultEnv) }
+
+func urlFields(u *url.URL) (map[string]any, error) {
+	m, err := bridge.QueryFields(u)
+	if err != nil {
+		return nil, err
+	}
+	if u.Path != "" && u.Path != "/" {
+		return nil, &core.OptionError{Field: "subject", Value: u.Path, Msg: "goes in the subject option, not in the URL path (nats://host:4222?subject=a.b)"}
+	}
+	set := func(k, v string) error {
+		if _, dup := m[k]; dup {
+			return &core.OptionError{Field: k, Msg: "is given both in the URL and as an option"}
+		}
+		m[k] = v
+		return nil
+	}
+	if u.Host != "" {
+		if err := set("servers", u.Host); err != nil {
+			return nil, err
+		}
+	}
+	if u.User != nil {
+		if p, ok := u.User.Password(); ok {
+			if err := set("username", u.User.Username()); err != nil {
+				return nil, err
+			}
+			if err := set("password", p); err != nil {
+				return nil, err
+			}
+		} else if err := set("token", u.User.Username()); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+var querySecret = regexp.MustCompile(`(?i)([?&](?:password|token)=)[^&#]*`)
+
+func redact(u *url.URL) string {
+	r := *u
+	if r.User != nil {
+		if _, ok := r.User.Password(); !ok {
+			r.User = url.User("xxxxx") // a token
+		}
+	}
+	return querySecret.ReplaceAllString(r.Redacted(), "${1}xxxxx")
+}
+
+// config is the decoded options shared by source and target.
+type config struct {
+	servers   []string
+	subject   string
+	stream    string
+	create    bool
+	storage   jetstream.StorageType
+	dupWindow time.Duration
+	headers   bool
+	timeout   time.Duration
+	write     time.Duration
+	idle      time.Duration
+	idleSet   bool
+	opts      []natsgo.Option
+	secrets   []string
+}
+
+func decode(v *core.Values) (*config, error) {
+	c := &config{
+		subject:   v.String("subject"),
+		stream:    v.String("stream"),
+		create:    v.Bool("create_stream"),
+		dupWindow: v.Duration("duplicate_window"),
+		headers:   v.Bool("metadata_headers"),
+		timeout:   v.Duration("connect_timeout"),
+		write:     v.Duration("write_timeout"),
+		idle:      v.Duration("idle_timeout"),
+		idleSet:   v.IsSet("idle_timeout"),
+	}
+	if v.String("storage") == "memory" {
+		c.storage = jetstream.MemoryStorage
+	}
+	for _, s := range strings.Split(v.String("servers"), ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if !strings.Contains(s, "://") {
+			s = "nats://" + s
+		}
+		u, err := url.Parse(s)
+		if err != nil || u.Host == "" {
+			return nil, &core.OptionError{Field: "servers", Value: s, Msg: "expects host:port"}
+		}
+		if u.User != nil {
+			return nil, &core.OptionError{Field: "servers", Msg: "give credentials with username/password or token, not inside servers"}
+		}
+		if u.Port() == "" {
+			u.Host += ":4222"
+		}
+		c.servers = append(c.servers, u.String())
+	}
+	if len(c.servers) == 0 {
+		return nil, &core.OptionError{Field: "servers", Msg: "must name at least one host:port"}
+	}
+	if c.subject == "" {
+		return nil, &core.OptionError{Field: "subject", Msg: "must not be empty"}
+	}
+	if c.create && c.stream == "" {
+		return nil, &core.OptionError{Field: "create_stream", Msg: "needs the stream option to name the stream"}
+	}
+	if c.timeout <= 0 || c.write <= 0 {
+		return nil, &core.OptionError{Field: "connect_timeout", Msg: "and write_timeout must be positive"}
+	}
+	user, pass, token := v.String("username"), v.String("password"), v.String("token")
+	c.opts = []natsgo.Option{
+		natsgo.Name("mqb"),
+		natsgo.Timeout(c.timeout),
+		natsgo.MaxReconnects(-1),
+		natsgo.ReconnectWait(time.Second),
+	}
+	switch {
+	case token != "" && (user != "" || pass != ""):
+		return nil, &core.OptionError{Field: "token", Msg: "cannot be combined with username and password"}
+	case token != "":
+		c.opts = append(c.opts, natsgo.Token(token))
+		c.secrets = append(c.secrets, token)
+	case user != "" || pass != "":
+		c.opts = append(c.opts, natsgo.UserInfo(user, pass))
+		c.secrets = append(c.secrets, pass)
+	}
+	if f := v.String("creds_file"); f != "" {
+		c.opts = append(c.opts, natsgo.UserCredentials(f))
+	}
+	if v.Bool("tls") {
+		c.opts = append(c.opts, natsgo.Secure())
+	}
+	if f := v.String("ca_file"); f != "" {
+		c.opts = append(c.opts, natsgo.RootCAs(f))
+	}
+	cert, key := v.String("cert_file"), v.String("key_file")
+	if (cert == "") != (key == "") {
+		return nil, &core.OptionError{Field: "cert_file", Msg: "and key_file must be given together"}
+	}
+	if cert != "" {
+		c.opts = append(c.opts, natsgo.ClientCert(cert, key))
+	}
+	return c, nil
+}
+
+// where names the endpoint in logs and errors, without credentials.
+func (c *config) where() string {
+	hosts := make([]string, len(c.servers))
+	for i, s := range c.servers {
+		hosts[i] = strings.TrimPrefix(s, "nats://")
+	}
+	w := "nats://" + strings.Join(hosts, ",") + "?subject=" + c.subject
+	if c.stream != "" {
+		w += "&stream=" + c.stream
+	}
+	return w
+}
+
+// scrub removes secrets from an error's text.
+func (c *config) scrub(err error) error {
+	text := err.Error()
+	changed := false
+	for _, s := range c.secrets {
+		if s != "" && strings.Contains(text, s) {
+			text, changed = strings.ReplaceAll(text, s, "xxxxx"), true
+		}
+	}
+	if !changed {
+		return err
+	}
+	return &scrubbed{text: text, err: err}
+}
+
+type scrubbed struct {
+	text string
+	err  error
+}
+
+func (e *scrubbed) Error() string { return e.text }
+func (e *scrubbed) Unwrap() error { return e.err }
+
+// connect opens the connection (reconnecting forever afterwards) and the
+// JetStream context, and finds or creates the stream.
+func (c *config) connect(ctx context.Context, log *slog.Logger, side string) (*natsgo.Conn, jetstream.JetStream, string, error) {
+	opts := append(append([]natsgo.Option(nil), c.opts...),
+		natsgo.DisconnectErrHandler(func(_ *natsgo.Conn, err error) {
+			if err != nil {
+				log.Warn("nats: disconnected; reconnecting", "servers", c.where(), "error", err)
+			}
+		}),
+		natsgo.ReconnectHandler(func(nc *natsgo.Conn) {
+			log.Info("nats: reconnected", "server", nc.ConnectedUrlRedacted())
+		}),
+	)
+	dialer := &recordingDialer{d: net.Dialer{Timeout: c.timeout}}
+	opts = append(opts, natsgo.SetCustomDialer(dialer))
+	nc, err := natsgo.Connect(strings.Join(c.servers, ","), opts...)
+	if err != nil {
+		if last := dialer.lastErr(); last != nil && errors.Is(err, natsgo.ErrNoServers) {
+			err = fmt.Errorf("%w (%w)", last, err)
+		}
+		return nil, nil, "", fmt.Errorf("nats %s %s: cannot connect: %w", side, c.where(), c.scrub(err))
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, "", fmt.Errorf("nats %s %s: %w", side, c.where(), err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	stream, err := c.findStream(ctx, js)
+	if err != nil {
+		nc.Close()
+		return nil, nil, "", fmt.Errorf("nats %s %s: %w", side, c.where(), err)
+	}
+	return nc, js, stream, nil
+}
+
+// recordingDialer remembers the last dial error, which nats.go replaces by
+// "no servers available" when every server failed.
+type recordingDialer struct {
+	d    net.Dialer
+	mu   sync.Mutex
+	last error
+}
+
+// Dial dials like net.Dialer and records a failure.
+func (r *recordingDialer) Dial(network, address string) (net.Conn, error) {
+	conn, err := r.d.Dial(network, address)
+	if err != nil {
+		r.mu.Lock()
+		r.last = err
+		r.mu.Unlock()
+	}
+	return conn, err
+}
+
+func (r *recordingDialer) lastErr() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last
+}
+
+// findStream returns the stream's name, creating it when asked to.
+func (c *config) findStream(ctx context.Context, js jetstream.JetStream) (string, error) {
+	if c.stream != "" {
+		_, err := js.Stream(ctx, c.stream)
+		switch {
+		case err == nil:
+			return c.stream, nil
+		case errors.Is(err, jetstream.ErrStreamNotFound) && c.create:
+			_, err := js.CreateStream(ctx, jetstream.StreamConfig{
+				Name: c.stream, Subjects: []string{c.subject}, Storage: c.storage, Duplicates: c.dupWindow,
+			})
+			if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+				return "", fmt.Errorf("create stream %s for subject %s: %w", c.stream, c.subject, err)
+			}
+			return c.stream, nil
+		case errors.Is(err, jetstream.ErrStreamNotFound):
+			return "", fmt.Errorf("stream %s does not exist (create it, or set create_stream=true): %w", c.stream, err)
+		case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, natsgo.ErrNoResponders):
+			return "", fmt.Errorf("JetStream is not enabled on the server (nats-server -js): %w", err)
+		default:
+			return "", fmt.Errorf("look up stream %s: %w", c.stream, err)
+		}
+	}
+	name, err := js.StreamNameBySubject(ctx, c.subject)
+	switch {
+	case err == nil:
+		return name, nil
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		return "", fmt.Errorf("no stream captures subject %s (create one, or set stream=NAME&create_stream=true): %w", c.subject, err)
+	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, natsgo.ErrNoResponders):
+		return "", fmt.Errorf("JetStream is not enabled on the server (nats-server -js): %w", err)
+	}
+	return "", fmt.Errorf("find the stream of subject %s: %w", c.subject, err)
+}

@@ -1,0 +1,289 @@
+package nats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/mqb-project/mqb/bridge"
+	"github.com/mqb-project/mqb/core"
+)
+
+// pollWait bounds one pull request while the source waits for a message.
+const pollWait = 5 * time.Second
+
+// Source reads a stream through a durable pull consumer and acknowledges
+// messages to JetStream only when the route acknowledges them.
+type Source struct {
+	cfg     *config
+	log     *slog.Logger
+	durable string
+	ccfg    jetstream.ConsumerConfig
+	drain   bool
+
+	nc       *natsgo.Conn
+	stream   string
+	cons     jetstream.Consumer
+	inflight atomic.Int64 // batches read and not yet settled
+}
+
+var (
+	_ bridge.Source  = (*Source)(nil)
+	_ bridge.Drainer = (*Source)(nil)
+)
+
+// NewSource builds a NATS JetStream source from decoded options.
+func NewSource(env *bridge.Env, v *core.Values) (*Source, error) {
+	cfg, err := decode(v)
+	if err != nil {
+		return nil, err
+	}
+	durable := v.String("durable")
+	if durable == "" {
+		return nil, &core.OptionError{Field: "durable", Msg: "is required for a source: the durable consumer keeps the position across restarts"}
+	}
+	if strings.ContainsAny(durable, ".*> \t") {
+		return nil, &core.OptionError{Field: "durable", Value: durable, Msg: "must not contain '.', '*', '>' or white space"}
+	}
+	policy := map[string]jetstream.DeliverPolicy{
+		"all": jetstream.DeliverAllPolicy, "new": jetstream.DeliverNewPolicy, "last": jetstream.DeliverLastPolicy,
+	}[v.String("deliver_policy")]
+	log := env.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Source{cfg: cfg, log: log, durable: durable, ccfg: jetstream.ConsumerConfig{
+		Durable:       durable,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       v.Duration("ack_wait"),
+		MaxAckPending: v.Int("max_ack_pending"),
+		FilterSubject: cfg.subject,
+		DeliverPolicy: policy,
+	}}, nil
+}
+
+// SetDrain makes the source end after idle_timeout (2s by default) without
+// a message. The route calls it before Connect.
+func (s *Source) SetDrain(drain bool) { s.drain = drain }
+
+func (s *Source) idle() time.Duration {
+	switch {
+	case s.cfg.idleSet:
+		return s.cfg.idle
+	case s.drain:
+		return DefaultDrainIdle
+	}
+	return 0
+}
+
+// Connect connects, finds (or creates) the stream and creates or updates
+// the durable consumer.
+func (s *Source) Connect(ctx context.Context) error {
+	nc, js, stream, err := s.cfg.connect(ctx, s.log, "source")
+	if err != nil {
+		return err
+	}
+	cctx, cancel := ctx, context.CancelFunc(func() {})
+	if _, ok := ctx.Deadline(); !ok {
+		cctx, cancel = context.WithTimeout(ctx, s.cfg.timeout)
+	}
+	defer cancel()
+	cons, err := js.CreateOrUpdateConsumer(cctx, stream, s.ccfg)
+	if err != nil {
+		nc.Close()
+		return fmt.Errorf("nats source %s: durable consumer %s: %w", s.cfg.where(), s.durable, err)
+	}
+	s.nc, s.stream, s.cons = nc, stream, cons
+	s.log.Info("nats source connected", "server", nc.ConnectedUrlRedacted(), "stream", stream, "subject", s.cfg.subject, "durable", s.durable)
+	return nil
+}
+
+// ReadBatch returns up to max messages, waiting for at least one. It
+// returns bridge.ErrEndOfInput after idle_timeout without a message (2s by
+// default when the route drains), counted only while the connection is up
+// and no batch is unsettled.
+func (s *Source) ReadBatch(ctx context.Context, limit int) ([]*bridge.Message, bridge.AckFunc, error) {
+	if s.cons == nil {
+		return nil, nil, fmt.Errorf("nats source %s: ReadBatch before Connect", s.cfg.where())
+	}
+	limit = max(limit, 1)
+	idle := s.idle()
+	quiet := time.Now() // since when nothing arrived
+	for {
+		msgs, err := s.fetch(ctx, limit, 0)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(msgs) == 0 {
+			// Nothing right now: wait for one message, then take what else
+			// is there.
+			wait := pollWait
+			if idle > 0 {
+				wait = max(min(wait, idle-time.Since(quiet)), 50*time.Millisecond)
+			}
+			if msgs, err = s.fetch(ctx, 1, wait); err != nil {
+				return nil, nil, err
+			}
+			if len(msgs) > 0 && limit > 1 {
+				more, err := s.fetch(ctx, limit-1, 0)
+				if err != nil {
+					s.settle(context.Background(), msgs, err)
+					return nil, nil, err
+				}
+				msgs = append(msgs, more...)
+			}
+		}
+		if len(msgs) > 0 {
+			return s.deliver(msgs)
+		}
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		if !s.nc.IsConnected() || s.inflight.Load() > 0 {
+			quiet = time.Now()
+		} else if idle > 0 && time.Since(quiet) >= idle {
+			return nil, nil, bridge.ErrEndOfInput
+		}
+	}
+}
+
+// fetch pulls up to n messages: those available now when wait is 0, else
+// waiting up to wait for the first.
+func (s *Source) fetch(ctx context.Context, n int, wait time.Duration) ([]jetstream.Msg, error) {
+	if !s.nc.IsConnected() {
+		// Pull requests fail while reconnecting; wait a little instead.
+		select {
+		case <-time.After(min(max(wait, 100*time.Millisecond), time.Second)):
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	var (
+		batch jetstream.MessageBatch
+		err   error
+	)
+	if wait == 0 {
+		batch, err = s.cons.FetchNoWait(n)
+	} else {
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		defer cancel()
+		batch, err = s.cons.Fetch(n, jetstream.FetchContext(wctx))
+	}
+	if err != nil {
+		return nil, s.fetchErr(ctx, err)
+	}
+	var msgs []jetstream.Msg
+	for m := range batch.Messages() {
+		msgs = append(msgs, m)
+	}
+	if err := batch.Error(); err != nil && len(msgs) == 0 {
+		return nil, s.fetchErr(ctx, err)
+	}
+	return msgs, nil
+}
+
+// fetchErr sorts a failed pull: a context that ended is the caller's, a
+// lost connection is waited out, anything else stops the source.
+func (s *Source) fetchErr(ctx context.Context, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
+		errors.Is(err, natsgo.ErrTimeout), errors.Is(err, jetstream.ErrNoHeartbeat),
+		errors.Is(err, natsgo.ErrConnectionClosed) && !s.nc.IsClosed(),
+		errors.Is(err, natsgo.ErrConnectionReconnecting), errors.Is(err, natsgo.ErrDisconnected):
+		return nil
+	}
+	return fmt.Errorf("nats source %s: pull from consumer %s: %w", s.cfg.where(), s.durable, err)
+}
+
+func (s *Source) deliver(raw []jetstream.Msg) ([]*bridge.Message, bridge.AckFunc, error) {
+	msgs := make([]*bridge.Message, len(raw))
+	for i, m := range raw {
+		msgs[i] = s.convert(m)
+	}
+	s.inflight.Add(1)
+	var settled atomic.Bool
+	ack := func(ctx context.Context, err error) error {
+		if !settled.CompareAndSwap(false, true) {
+			return nil
+		}
+		defer s.inflight.Add(-1)
+		return s.settle(ctx, raw, err)
+	}
+	return msgs, ack, nil
+}
+
+// settle acknowledges (err == nil) or negatively acknowledges the messages
+// and flushes, so that the server has the answers when it returns.
+func (s *Source) settle(ctx context.Context, raw []jetstream.Msg, err error) error {
+	verb := "acknowledge"
+	if err != nil {
+		verb = "negatively acknowledge"
+	}
+	var errs []error
+	for _, m := range raw {
+		var e error
+		if err == nil {
+			e = m.Ack()
+		} else {
+			e = m.Nak()
+		}
+		if e != nil {
+			errs = append(errs, e)
+		}
+	}
+	if len(errs) == 0 {
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, s.cfg.write)
+			defer cancel()
+		}
+		if e := s.nc.FlushWithContext(ctx); e != nil {
+			errs = append(errs, e)
+		}
+	}
+	if len(errs) > 0 {
+		// JetStream delivers unacknowledged messages again after ack_wait.
+		return fmt.Errorf("nats source %s: %s %d message(s): %w", s.cfg.where(), verb, len(raw), errors.Join(errs...))
+	}
+	return nil
+}
+
+func (s *Source) convert(m jetstream.Msg) *bridge.Message {
+	md := map[string]string{}
+	h := m.Headers()
+	if s.cfg.headers {
+		for k, vs := range h {
+			if len(vs) > 0 && !strings.HasPrefix(k, "Nats-") {
+				md[k] = vs[0]
+			}
+		}
+	}
+	md["nats_subject"] = m.Subject()
+	md["nats_stream"] = s.stream
+	if meta, err := m.Metadata(); err == nil {
+		md["nats_stream"] = meta.Stream
+		md["nats_sequence"] = strconv.FormatUint(meta.Sequence.Stream, 10)
+		md["nats_delivered"] = strconv.FormatUint(meta.NumDelivered, 10)
+	}
+	return &bridge.Message{ID: h.Get(natsgo.MsgIdHdr), Metadata: md, Payload: m.Data()}
+}
+
+// Close closes the connection. Messages not yet acknowledged are delivered
+// again after ack_wait, to this durable consumer's next reader.
+func (s *Source) Close(context.Context) error {
+	if s.nc != nil {
+		s.nc.Close()
+	}
+	return nil
+}
