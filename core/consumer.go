@@ -325,13 +325,32 @@ func parentDir(name string) string {
 // Ack settles deliveries as processed. A draining consumer deletes each
 // payload, then its sidecar, and (fsync chunk or batch) syncs the
 // directories so that an acknowledged chunk cannot come back after a power
-// cut. A non-destructive consumer only forgets them.
+// cut. The payload deletions are made durable before any sidecar is
+// deleted: a power cut must never leave a payload without its sidecar, which
+// would be delivered again with its message id and metadata lost. A sidecar
+// whose deletion is lost comes back as an orphan, which the next producer
+// removes. A non-destructive consumer only forgets them.
 func (c *Consumer) Ack(ds ...*Delivery) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer c.signal()
 	var errs []error
+	var removed []*Delivery // payloads deleted, sidecars still to delete
 	dirs := make([]string, 0, 1)
+	syncDir := func(dir string) bool {
+		if err := c.fsys.SyncDir(dir); err != nil {
+			errs = append(errs, c.errorf("sync %s after ack: %w", dir, err))
+			return false
+		}
+		return true
+	}
+	removeSidecar := func(d *Delivery) {
+		if d.sidecar != "" {
+			if err := removeIfExists(c.fsys, d.sidecar); err != nil {
+				errs = append(errs, c.errorf("delete acked sidecar %s: %w", d.sidecar, err))
+			}
+		}
+	}
 	for _, d := range ds {
 		if c.inflight[d.Name] != d {
 			errs = append(errs, fmt.Errorf("ack %s: %w", d.Name, ErrUnknownDelivery))
@@ -345,25 +364,27 @@ func (c *Consumer) Ack(ds ...*Delivery) error {
 			errs = append(errs, c.errorf("delete acked %s: %w", d.Name, err))
 			continue
 		}
-		if d.sidecar != "" {
-			if err := removeIfExists(c.fsys, d.sidecar); err != nil {
-				errs = append(errs, c.errorf("delete acked sidecar %s: %w", d.sidecar, err))
-			}
-		}
 		switch c.opts.Fsync {
 		case FsyncChunk:
-			if err := c.fsys.SyncDir(d.dir); err != nil {
-				errs = append(errs, c.errorf("sync %s after ack: %w", d.dir, err))
+			if syncDir(d.dir) {
+				removeSidecar(d)
 			}
 		case FsyncBatch:
 			if len(dirs) == 0 || dirs[len(dirs)-1] != d.dir {
 				dirs = append(dirs, d.dir)
 			}
+			removed = append(removed, d)
+		default:
+			removeSidecar(d)
 		}
 	}
+	synced := map[string]bool{}
 	for _, dir := range dirs {
-		if err := c.fsys.SyncDir(dir); err != nil {
-			errs = append(errs, c.errorf("sync %s after ack: %w", dir, err))
+		synced[dir] = syncDir(dir)
+	}
+	for _, d := range removed {
+		if synced[d.dir] {
+			removeSidecar(d)
 		}
 	}
 	return errors.Join(errs...)
