@@ -9,5 +9,8 @@ import (
 	_ "github.com/mqb-project/mqb/bridge/connectors/dirspool"
 	_ "github.com/mqb-project/mqb/bridge/connectors/dropzone"
 	_ "github.com/mqb-project/mqb/bridge/connectors/file"
+	_ "github.com/mqb-project/mqb/bridge/connectors/mqtt"
+	_ "github.com/mqb-project/mqb/bridge/connectors/nats"
+	_ "github.com/mqb-project/mqb/bridge/connectors/postgres"
 	_ "github.com/mqb-project/mqb/bridge/connectors/stdio"
 )
