@@ -235,15 +235,6 @@ func (c *config) brokerURL() string {
 	return "tcp://" + c.broker
 }
 
-// where names the endpoint in logs and errors, without credentials.
-func (c *config) where() string {
-	scheme := "mqtt"
-	if c.tls {
-		scheme = "mqtts"
-	}
-	return fmt.Sprintf("%s://%s?topic=%s", scheme, c.broker, c.topic)
-}
-
 // derivedClientID is the default client_id of a source: stable for one host,
 // broker and topic, so that a restarted route resumes its session.
 func derivedClientID(broker, topic string) string {

@@ -113,7 +113,7 @@ func (s *Source) Connect(ctx context.Context) error {
 			s.log.Warn("mqtt: connection lost; reconnecting", "broker", s.cfg.broker, "error", err)
 		})
 	if err := s.conn.connect(ctx, o); err != nil {
-		return fmt.Errorf("mqtt source %s (client_id %s): %w", s.cfg.where(), s.clientID, err)
+		return fmt.Errorf("mqtt source (client_id %s): %w", s.clientID, err)
 	}
 	timer := time.NewTimer(s.cfg.connectTimeout)
 	defer timer.Stop()
@@ -121,11 +121,11 @@ func (s *Source) Connect(ctx context.Context) error {
 	case err := <-s.subscribed:
 		if err != nil {
 			s.conn.close()
-			return fmt.Errorf("mqtt source %s: subscribe: %w", s.cfg.where(), err)
+			return fmt.Errorf("mqtt source: subscribe to %s: %w", s.cfg.topic, err)
 		}
 	case <-timer.C:
 		s.conn.close()
-		return fmt.Errorf("mqtt source %s: no answer to SUBSCRIBE within %v", s.cfg.where(), s.cfg.connectTimeout)
+		return fmt.Errorf("mqtt source: no answer to SUBSCRIBE %s within %v", s.cfg.topic, s.cfg.connectTimeout)
 	case <-ctx.Done():
 		s.conn.close()
 		return ctx.Err()

@@ -2,6 +2,7 @@ package mqtt
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -56,7 +57,7 @@ func containsWildcard(topic string) bool {
 // Connect connects to the broker.
 func (t *Target) Connect(ctx context.Context) error {
 	if err := t.conn.connect(ctx, t.conn.options(t.clientID, t.clean)); err != nil {
-		return fmt.Errorf("mqtt target %s (client_id %s): %w", t.cfg.where(), t.clientID, err)
+		return fmt.Errorf("mqtt target (client_id %s): %w", t.clientID, err)
 	}
 	t.log.Info("mqtt target connected", "broker", t.cfg.broker, "topic", t.cfg.topic, "qos", t.cfg.qos, "client_id", t.clientID)
 	return nil
@@ -68,7 +69,7 @@ func (t *Target) Connect(ctx context.Context) error {
 // not sent.
 func (t *Target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 	if t.conn.client == nil {
-		return fmt.Errorf("mqtt target %s: WriteBatch before Connect", t.cfg.where())
+		return errors.New("mqtt target: WriteBatch before Connect")
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.writeTimeout)
 	defer cancel()
@@ -78,7 +79,7 @@ func (t *Target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 	}
 	for i, tok := range toks {
 		if err := wait(ctx, tok); err != nil {
-			return fmt.Errorf("mqtt target %s: publish message %d of %d: %w", t.cfg.where(), i+1, len(msgs), err)
+			return fmt.Errorf("mqtt target: publish message %d of %d to %s: %w", i+1, len(msgs), t.cfg.topic, err)
 		}
 	}
 	return nil

@@ -289,12 +289,12 @@ func (c *config) connect(ctx context.Context, log *slog.Logger, side string) (*n
 		if last := dialer.lastErr(); last != nil && errors.Is(err, natsgo.ErrNoServers) {
 			err = fmt.Errorf("%w (%w)", last, err)
 		}
-		return nil, nil, "", fmt.Errorf("nats %s %s: cannot connect: %w", side, c.where(), c.scrub(err))
+		return nil, nil, "", fmt.Errorf("nats %s: cannot connect to %s: %w", side, strings.Join(c.servers, ","), c.scrub(err))
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
-		return nil, nil, "", fmt.Errorf("nats %s %s: %w", side, c.where(), err)
+		return nil, nil, "", fmt.Errorf("nats %s: %w", side, err)
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -304,7 +304,7 @@ func (c *config) connect(ctx context.Context, log *slog.Logger, side string) (*n
 	stream, err := c.findStream(ctx, js)
 	if err != nil {
 		nc.Close()
-		return nil, nil, "", fmt.Errorf("nats %s %s: %w", side, c.where(), err)
+		return nil, nil, "", fmt.Errorf("nats %s: %w", side, err)
 	}
 	return nc, js, stream, nil
 }

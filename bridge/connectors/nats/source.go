@@ -99,7 +99,7 @@ func (s *Source) Connect(ctx context.Context) error {
 	cons, err := js.CreateOrUpdateConsumer(cctx, stream, s.ccfg)
 	if err != nil {
 		nc.Close()
-		return fmt.Errorf("nats source %s: durable consumer %s: %w", s.cfg.where(), s.durable, err)
+		return fmt.Errorf("nats source: durable consumer %s: %w", s.durable, err)
 	}
 	s.nc, s.stream, s.cons = nc, stream, cons
 	s.log.Info("nats source connected", "server", nc.ConnectedUrlRedacted(), "stream", stream, "subject", s.cfg.subject, "durable", s.durable)
@@ -112,7 +112,7 @@ func (s *Source) Connect(ctx context.Context) error {
 // and no batch is unsettled.
 func (s *Source) ReadBatch(ctx context.Context, limit int) ([]*bridge.Message, bridge.AckFunc, error) {
 	if s.cons == nil {
-		return nil, nil, fmt.Errorf("nats source %s: ReadBatch before Connect", s.cfg.where())
+		return nil, nil, errors.New("nats source: ReadBatch before Connect")
 	}
 	limit = max(limit, 1)
 	idle := s.idle()
@@ -203,7 +203,7 @@ func (s *Source) fetchErr(ctx context.Context, err error) error {
 		errors.Is(err, natsgo.ErrConnectionReconnecting), errors.Is(err, natsgo.ErrDisconnected):
 		return nil
 	}
-	return fmt.Errorf("nats source %s: pull from consumer %s: %w", s.cfg.where(), s.durable, err)
+	return fmt.Errorf("nats source: pull from consumer %s: %w", s.durable, err)
 }
 
 func (s *Source) deliver(raw []jetstream.Msg) ([]*bridge.Message, bridge.AckFunc, error) {
@@ -254,7 +254,7 @@ func (s *Source) settle(ctx context.Context, raw []jetstream.Msg, err error) err
 	}
 	if len(errs) > 0 {
 		// JetStream delivers unacknowledged messages again after ack_wait.
-		return fmt.Errorf("nats source %s: %s %d message(s): %w", s.cfg.where(), verb, len(raw), errors.Join(errs...))
+		return fmt.Errorf("nats source: %s %d message(s): %w", verb, len(raw), errors.Join(errs...))
 	}
 	return nil
 }

@@ -60,7 +60,7 @@ func (t *Target) Connect(ctx context.Context) error {
 // duplicate window) is acknowledged as a duplicate and not stored again.
 func (t *Target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 	if t.js == nil {
-		return fmt.Errorf("nats target %s: WriteBatch before Connect", t.cfg.where())
+		return errors.New("nats target: WriteBatch before Connect")
 	}
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.write)
 	defer cancel()
@@ -69,7 +69,7 @@ func (t *Target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 		nm := &natsgo.Msg{Subject: t.cfg.subject, Data: m.Payload}
 		if t.cfg.headers {
 			if err := setHeaders(nm, m.Metadata); err != nil {
-				return bridge.Permanent(fmt.Errorf("nats target %s: message %d of the batch (id %s): %w", t.cfg.where(), i+1, m.ID, err))
+				return bridge.Permanent(fmt.Errorf("nats target: message %d of the batch (id %s): %w", i+1, m.ID, err))
 			}
 		}
 		opts := []jetstream.PublishOpt{jetstream.WithExpectStream(t.stream)}
@@ -78,7 +78,7 @@ func (t *Target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 		}
 		f, err := t.js.PublishMsgAsync(nm, opts...)
 		if err != nil {
-			return fmt.Errorf("nats target %s: publish message %d of %d: %w", t.cfg.where(), i+1, len(msgs), err)
+			return fmt.Errorf("nats target: publish message %d of %d: %w", i+1, len(msgs), err)
 		}
 		futures = append(futures, f)
 	}
@@ -90,9 +90,9 @@ func (t *Target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 				dups++
 			}
 		case err := <-f.Err():
-			return fmt.Errorf("nats target %s: publish message %d of %d: %w", t.cfg.where(), i+1, len(msgs), err)
+			return fmt.Errorf("nats target: publish message %d of %d: %w", i+1, len(msgs), err)
 		case <-ctx.Done():
-			return fmt.Errorf("nats target %s: waiting for the acknowledgement of message %d of %d: %w", t.cfg.where(), i+1, len(msgs), ctx.Err())
+			return fmt.Errorf("nats target: waiting for the acknowledgement of message %d of %d: %w", i+1, len(msgs), ctx.Err())
 		}
 	}
 	if dups > 0 {
@@ -150,7 +150,7 @@ func (t *Target) Close(ctx context.Context, _ error) error {
 	var err error
 	if !t.nc.IsClosed() {
 		if e := t.nc.FlushWithContext(ctx); e != nil && !errors.Is(e, context.DeadlineExceeded) {
-			err = fmt.Errorf("nats target %s: flush: %w", t.cfg.where(), e)
+			err = fmt.Errorf("nats target: flush: %w", e)
 		}
 	}
 	t.nc.Close()

@@ -433,6 +433,10 @@ func TestConnectErrorsRedactThePassword(t *testing.T) {
 			want: "connection refused"},
 		{name: "bad credentials", dsn: "postgres://mqb_no_such_role:" + password + "@127.0.0.1:5432/test?sslmode=disable&table=t",
 			server: true, want: "mqb_no_such_role"},
+		// sslmode=prefer tries twice and localhost may resolve twice: the
+		// same failure is reported once.
+		{name: "bad credentials, several attempts", dsn: "postgres://mqb_no_such_role:" + password + "@localhost:5432/test?table=t",
+			server: true, want: "mqb_no_such_role"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -449,9 +453,11 @@ func TestConnectErrorsRedactThePassword(t *testing.T) {
 			t.Log(text)
 			assert.NotContains(t, text, password)
 			assert.NotContains(t, text, "\n", "one line")
-			assert.Contains(t, text, "xxxxx")
 			assert.Contains(t, text, "cannot connect")
 			assert.Contains(t, text, tt.want)
+			if tt.server {
+				assert.Equal(t, 1, strings.Count(text, "does not exist"), "each failure once")
+			}
 			var pgErr interface{ SQLState() string }
 			if tt.server {
 				assert.True(t, errors.As(err, &pgErr), "the server's error stays reachable")

@@ -109,15 +109,29 @@ func secretsOf(dsn string, cfg *pgx.ConnConfig) []string {
 	return s
 }
 
-// scrub replaces every secret in text by xxxxx and folds it onto one line.
+// scrub replaces every secret in text by xxxxx and folds it onto one line,
+// dropping repeated lines (pgx reports each attempt of a connection, and
+// sslmode=prefer makes two that fail alike).
 func scrub(text string, secrets []string) string {
 	for _, s := range secrets {
 		if len(s) > 0 {
 			text = strings.ReplaceAll(text, s, "xxxxx")
 		}
 	}
-	text = strings.ReplaceAll(text, "\n\t", "; ")
-	return strings.ReplaceAll(text, "\n", "; ")
+	var lines []string
+	for _, l := range strings.Split(text, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !slices.Contains(lines, l) {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) < 2 {
+		return strings.Join(lines, "")
+	}
+	head, rest := lines[0], strings.Join(lines[1:], "; ")
+	if strings.HasSuffix(head, ":") {
+		return head + " " + rest
+	}
+	return head + "; " + rest
 }
 
 // cleanErr keeps err for errors.Is/As but makes its text safe: one line and
@@ -131,7 +145,7 @@ func (e *cleanErr) Error() string { return e.msg }
 func (e *cleanErr) Unwrap() error { return e.err }
 
 func (t *Target) errorf(err error, format string, args ...any) error {
-	msg := fmt.Sprintf("postgres %s: %s: %s", t.where, fmt.Sprintf(format, args...), scrub(err.Error(), t.secrets))
+	msg := fmt.Sprintf("postgres: %s: %s", fmt.Sprintf(format, args...), scrub(err.Error(), t.secrets))
 	return &cleanErr{msg: msg, err: err}
 }
 
@@ -247,12 +261,12 @@ func (t *Target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 		return nil
 	}
 	if t.columns == nil {
-		return fmt.Errorf("postgres %s: WriteBatch before Connect", t.where)
+		return errors.New("postgres: WriteBatch before Connect")
 	}
 	batch, err := t.statements(msgs)
 	if err != nil {
 		// The payloads themselves do not fit: writing them again cannot help.
-		return bridge.Permanent(fmt.Errorf("postgres %s: table %s: %w", t.where, t.rel, err))
+		return bridge.Permanent(fmt.Errorf("postgres: table %s: %w", t.rel, err))
 	}
 	if t.conn == nil || t.conn.IsClosed() {
 		if err := t.dial(ctx); err != nil {
