@@ -187,11 +187,14 @@ func codeOrWord(s string) string {
 }
 
 // mdText escapes the characters that Markdown would read as markup in
-// running text.
+// running text. Code spans (between backticks) are kept as they are.
 func mdText(s string) string {
 	var b strings.Builder
+	code := false
 	for _, r := range s {
-		if strings.ContainsRune("\\*`<|[]", r) {
+		if r == '`' {
+			code = !code
+		} else if !code && strings.ContainsRune("\\*<|[]", r) {
 			b.WriteByte('\\')
 		}
 		b.WriteRune(r)
