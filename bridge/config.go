@@ -197,11 +197,11 @@ func yamlKeys(t reflect.Type) []string {
 func (e *Env) NewRoute(c *Config) (*Route, error) {
 	src, rin, err := e.NewSource(c.Input)
 	if err != nil {
-		return nil, configErr(where("input", c.Input.Line), err)
+		return nil, configErr(where("input", c.Input), err)
 	}
 	tgt, rout, err := e.NewTarget(c.Output)
 	if err != nil {
-		return nil, configErr(where("output", c.Output.Line), err)
+		return nil, configErr(where("output", c.Output), err)
 	}
 	retry := DefaultRetry
 	if c.Retry.InitialInterval > 0 {
@@ -230,9 +230,12 @@ func (e *Env) NewRoute(c *Config) (*Route, error) {
 	}, nil
 }
 
-func where(side string, line int) string {
-	if line > 0 {
-		return fmt.Sprintf("line %d: %s", line, side)
+func where(side string, ep Endpoint) string {
+	switch {
+	case ep.Origin != "":
+		return ep.Origin
+	case ep.Line > 0:
+		return fmt.Sprintf("line %d: %s", ep.Line, side)
 	}
 	return side
 }

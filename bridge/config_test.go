@@ -60,7 +60,7 @@ func TestConfigErrors(t *testing.T) {
 		{"missing output", "input: {url: \"dir-spool:///a\"}\n", "output: is missing"},
 		{"syntax", "input: [\n", "did not find expected node content"},
 		{"empty", "", "the configuration is empty"},
-		{"unknown connector", "input: {dir_spol: {path: /a}}\noutput: {url: \"dir-spool:///b\"}\n", `line 1: input: unknown endpoint: no connector named "dir_spol" (valid: dir_spool, file, or url)`},
+		{"unknown connector", "input: {dir_spol: {path: /a}}\noutput: {url: \"dir-spool:///b\"}\n", `line 1: input: no connector named "dir_spol" (valid: dir_spool, file, or url)`},
 		{"unknown scheme", "input: {url: \"kafka://broker/t\"}\noutput: {url: \"dir-spool:///b\"}\n", `unknown scheme "kafka" in kafka://broker/t (valid: dir-spool, dirspool, file, spool)`},
 		{"unknown option", "input: {dir_spool: {path: /a, fsynk: none}}\noutput: {url: \"dir-spool:///b\"}\n", `line 1: input: dir_spool: option "fsynk": unknown dir_spool option (valid:`},
 		{"nested option", "input: {dir_spool: {path: {a: 1}}}\noutput: {url: \"dir-spool:///b\"}\n", `option "path" must be a single value`},

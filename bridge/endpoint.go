@@ -26,6 +26,9 @@ type Endpoint struct {
 	// Line is the YAML line the endpoint was read from, 0 otherwise; it
 	// makes configuration errors point at the right place.
 	Line int
+	// Origin, when set, is how errors about the endpoint start instead of
+	// "input" or "output" (a command line flag such as --from).
+	Origin string
 }
 
 // String returns the endpoint as it may be printed: a URL with its password
@@ -76,7 +79,7 @@ func (e *Env) Resolve(ep Endpoint) (*Resolved, error) {
 		c, ok = e.ConnectorForScheme(ep.Connector)
 	}
 	if !ok {
-		return nil, &ConfigError{Err: fmt.Errorf("%w: no connector named %q (valid: %s, or url)", ErrUnknownEndpoint, ep.Connector, strings.Join(e.Names(), ", "))}
+		return nil, &ConfigError{Err: unknownEndpoint(fmt.Sprintf("no connector named %q (valid: %s, or url)", ep.Connector, strings.Join(e.Names(), ", ")))}
 	}
 	fields := ep.Fields
 	if fields == nil {
@@ -97,11 +100,11 @@ func (e *Env) resolveURL(raw string) (*Resolved, error) {
 		return nil, &ConfigError{Err: fmt.Errorf("%q is not a valid URL", display)}
 	}
 	if u.Scheme == "" {
-		return nil, &ConfigError{Err: fmt.Errorf("%w: %q has no scheme (valid: %s)", ErrUnknownEndpoint, display, strings.Join(e.Schemes(), ", "))}
+		return nil, &ConfigError{Err: unknownEndpoint(fmt.Sprintf("%q has no scheme (valid: %s)", display, strings.Join(e.Schemes(), ", ")))}
 	}
 	c, ok := e.ConnectorForScheme(strings.ToLower(u.Scheme))
 	if !ok {
-		return nil, &ConfigError{Err: fmt.Errorf("%w: unknown scheme %q in %s (valid: %s)", ErrUnknownEndpoint, u.Scheme, display, strings.Join(e.Schemes(), ", "))}
+		return nil, &ConfigError{Err: unknownEndpoint(fmt.Sprintf("unknown scheme %q in %s (valid: %s)", u.Scheme, display, strings.Join(e.Schemes(), ", ")))}
 	}
 	if c.Redact != nil {
 		display = c.Redact(u)
@@ -202,3 +205,9 @@ func NoPathFields(u *url.URL) (map[string]any, error) {
 	}
 	return QueryFields(u)
 }
+
+// unknownEndpoint is an error matching ErrUnknownEndpoint with its own text.
+type unknownEndpoint string
+
+func (e unknownEndpoint) Error() string        { return string(e) }
+func (e unknownEndpoint) Is(target error) bool { return target == ErrUnknownEndpoint }

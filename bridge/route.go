@@ -277,6 +277,9 @@ func (r *Route) collect(ctx context.Context) ([]*Message, []AckFunc, error) {
 	var acks []AckFunc
 	var first time.Time
 	for len(msgs) < size {
+		if err := ctx.Err(); err != nil {
+			return msgs, acks, err // stop reading: sources with a backlog may not look at ctx
+		}
 		rctx, cancel := ctx, context.CancelFunc(func() {})
 		if len(msgs) > 0 {
 			left := r.BatchPeriod - time.Since(first)
