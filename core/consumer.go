@@ -199,9 +199,9 @@ func (c *Consumer) atEnd() (again bool, err error) {
 // finds none looks from the start too, for chunks that arrived out of order
 // or were acked with a failed delete.
 func (c *Consumer) refill() (bool, error) {
-	names, err := c.scan(c.cursor)
+	names, err := c.list(c.cursor)
 	if err == nil && len(names) == 0 && c.destructive && c.cursor != "" {
-		names, err = c.scan("")
+		names, err = c.list("")
 	}
 	if err != nil {
 		return false, c.errorf("list: %w", err)
@@ -211,6 +211,48 @@ func (c *Consumer) refill() (bool, error) {
 		c.cursor = names[n-1]
 	}
 	return len(names) > 0, nil
+}
+
+// list returns the payload names after `after` that are safe to deliver
+// now, in order. A listing is not a snapshot: while the producer renames 7
+// then 8 into place, a listing can see 8 but not 7 (one directory is read in
+// several steps, and a sharded spool is read one directory at a time). So
+// when the names found do not follow the cursor without a gap, list looks
+// again and keeps only the names up to the last one the first look saw:
+// everything committed before that one was in place before the second look
+// began.
+func (c *Consumer) list(after string) ([]string, error) {
+	names, err := c.scan(after)
+	if err != nil || len(names) == 0 || c.follows(after, names) {
+		return names, err
+	}
+	last := names[len(names)-1]
+	again, err := c.scan(after)
+	if err != nil {
+		return nil, err
+	}
+	n := 0
+	for n < len(again) && again[n] <= last {
+		n++
+	}
+	return again[:n], nil
+}
+
+// follows reports whether names are the sequence numbers right after the
+// one of after, without a gap.
+func (c *Consumer) follows(after string, names []string) bool {
+	prev, _, ok := c.layout.Parse(after)
+	if after == "" || !ok {
+		return false
+	}
+	for _, name := range names {
+		seq, _, ok := c.layout.Parse(name)
+		if !ok || seq != prev+1 {
+			return false
+		}
+		prev = seq
+	}
+	return true
 }
 
 // skip reports whether a payload is already in flight or waiting for
