@@ -36,11 +36,20 @@ func testBroker() string {
 
 const mosquittoStart = "mosquitto -d -c /etc/mosquitto/mosquitto.conf"
 
-// needBroker skips the test when the broker is unreachable, or fails it
-// when MQB_REQUIRE_SERVICES=1.
-func needBroker(t testing.TB) {
+// needBroker takes the broker lock (shared, or exclusive for a test that
+// restarts the broker) and skips the test when the broker is unreachable,
+// or fails it when MQB_REQUIRE_SERVICES=1.
+func needBroker(t testing.TB, exclusive bool) {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", testBroker(), 3*time.Second)
+	lockBroker(t, exclusive)
+	var c net.Conn
+	var err error
+	for range 10 {
+		if c, err = net.DialTimeout("tcp", testBroker(), 2*time.Second); err == nil {
+			break
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
 	if err != nil {
 		msg := fmt.Sprintf("MQTT broker is not reachable at %s (%v); start it with `%s`", testBroker(), err, mosquittoStart)
 		if os.Getenv("MQB_REQUIRE_SERVICES") == "1" {
@@ -125,7 +134,7 @@ func publish(t testing.TB, topic string, payloads ...string) {
 // read reads batches until n messages arrived or the source ends.
 func read(t testing.TB, s *Source, n int) ([]*bridge.Message, []bridge.AckFunc) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var msgs []*bridge.Message
 	var acks []bridge.AckFunc
@@ -221,7 +230,7 @@ func TestDerivedClientIDIsStable(t *testing.T) {
 }
 
 func TestTargetPublishesAndSourceReads(t *testing.T) {
-	needBroker(t)
+	needBroker(t, false)
 	topic := unique("mqb-test/")
 	id := unique("mqb-test-")
 	forgetSession(t, id)
@@ -260,7 +269,7 @@ func TestTargetPublishesAndSourceReads(t *testing.T) {
 // come back from the broker to the next session with the same client id,
 // and acknowledged ones do not.
 func TestNoPubackBeforeAck(t *testing.T) {
-	needBroker(t)
+	needBroker(t, false)
 	topic := unique("mqb-test/")
 	id := unique("mqb-test-")
 	forgetSession(t, id)
@@ -289,7 +298,7 @@ func TestNoPubackBeforeAck(t *testing.T) {
 // at the broker, and the source itself delivers them again first, with the
 // ids the route gave them, so an idempotent target can recognise them.
 func TestNackDeliversAgain(t *testing.T) {
-	needBroker(t)
+	needBroker(t, false)
 	topic := unique("mqb-test/")
 	id := unique("mqb-test-")
 	forgetSession(t, id)
@@ -309,7 +318,7 @@ func TestNackDeliversAgain(t *testing.T) {
 }
 
 func TestDrainEndsAfterIdle(t *testing.T) {
-	needBroker(t)
+	needBroker(t, false)
 	id := unique("mqb-test-")
 	forgetSession(t, id)
 	env := testEnv()
@@ -332,7 +341,7 @@ func TestDrainEndsAfterIdle(t *testing.T) {
 }
 
 func TestQoS0AndQoS2(t *testing.T) {
-	needBroker(t)
+	needBroker(t, false)
 	for _, qos := range []int{0, 2} {
 		t.Run("qos"+strconv.Itoa(qos), func(t *testing.T) {
 			topic := unique("mqb-test/")
@@ -447,7 +456,7 @@ func restartMosquitto(t testing.TB, pause time.Duration) {
 // target, while the broker is stopped and started again: both sides
 // reconnect by themselves and every message arrives.
 func TestBrokerRestartDuringCopy(t *testing.T) {
-	needBroker(t)
+	needBroker(t, true)
 	topic := unique("mqb-test/")
 	id := unique("mqb-test-")
 	forgetSession(t, id)

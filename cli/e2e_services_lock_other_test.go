@@ -1,0 +1,8 @@
+//go:build !unix
+
+package cli_test
+
+import "testing"
+
+// svcLockBroker does nothing where flock is missing.
+func svcLockBroker(*testing.T) {}
