@@ -445,7 +445,9 @@ func TestKill9SpoolToPostgres(t *testing.T) {
 CREATE FUNCTION %[1]s_slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(0.002); RETURN NEW; END $$;
 CREATE TRIGGER %[1]s_slow BEFORE INSERT ON %[1]s FOR EACH ROW EXECUTE FUNCTION %[1]s_slow();`, table))
 	require.NoError(t, err)
-	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), fmt.Sprintf("DROP FUNCTION IF EXISTS %s_slow() CASCADE", table)) })
+	t.Cleanup(func() {
+		_, _ = conn.Exec(context.Background(), fmt.Sprintf("DROP FUNCTION IF EXISTS %s_slow() CASCADE", table))
+	})
 
 	args := []string{"copy", "--drain", "--batch-size", "20",
 		"--from", "dir-spool://" + spool + "?stop_on_done=true",
