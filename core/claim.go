@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 )
 
@@ -85,28 +86,56 @@ func ReadHolder(fsys FS, file string) (h *Holder, held bool, err error) {
 	return h, false, lk.Release()
 }
 
-func readAll(fsys FS, name string) ([]byte, error) {
+func readAll(fsys FS, name string) ([]byte, error) { return readFile(fsys, name, 0) }
+
+// maxReadHint bounds the size guess readFile trusts without a Stat.
+const maxReadHint = 64 << 10
+
+// readFile reads the whole file name. When hint (the size the caller
+// expects, such as the size of the previous payload) is between 1 and
+// maxReadHint it skips the Stat and reads into a buffer of that size,
+// finding the real size only when the file is larger.
+func readFile(fsys FS, name string, hint int) ([]byte, error) {
 	f, err := fsys.Open(name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	size := 512
-	if fi, err := f.Stat(); err == nil && fi.Size() > 0 && fi.Size() < 1<<30 {
-		size = int(fi.Size()) + 1 // +1 so ReadAll sees EOF without growing
+	size, statted := hint, false
+	if hint <= 0 || hint > maxReadHint {
+		size, statted = statSize(f), true
 	}
-	buf := make([]byte, 0, size)
+	buf := make([]byte, 0, size+1) // +1 so that a read sees EOF without growing
 	for {
 		n, err := f.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if err == io.EOF {
+			if !statted && cap(buf) > 4096 && len(buf) < cap(buf)/2 {
+				buf = append([]byte(nil), buf...) // do not hand out a mostly empty guess
+			}
 			return buf, nil
 		}
 		if err != nil {
 			return nil, err
 		}
 		if len(buf) == cap(buf) {
+			if !statted {
+				statted = true
+				if sz := statSize(f); sz >= len(buf) {
+					buf = slices.Grow(buf, sz+1-len(buf))
+					continue
+				}
+			}
 			buf = append(buf, 0)[:len(buf)]
 		}
 	}
+}
+
+// statSize returns the size of f, or 511 when it is unknown or too large to
+// trust (the buffer then grows as it reads).
+func statSize(f File) int {
+	if fi, err := f.Stat(); err == nil && fi.Size() > 0 && fi.Size() < 1<<30 {
+		return int(fi.Size())
+	}
+	return 511
 }

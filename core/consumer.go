@@ -46,6 +46,8 @@ type Consumer struct {
 	settled  chan struct{} // closed and replaced on every ack or nack
 	watches  map[string]DirWatch
 	closed   bool
+
+	payHint, sideHint int // sizes of the last payload and sidecar read
 }
 
 // OpenConsumer opens a consumer. A draining consumer takes the CONSUMER
@@ -326,7 +328,7 @@ func (c *Consumer) scan(after string) ([]string, error) {
 
 // load reads a payload and its sidecar.
 func (c *Consumer) load(name string) (*Delivery, error) {
-	payload, err := readAll(c.fsys, name)
+	payload, err := readFile(c.fsys, name, c.payHint)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, err
@@ -334,13 +336,19 @@ func (c *Consumer) load(name string) (*Delivery, error) {
 		return nil, c.errorf("read %s: %w", name, err)
 	}
 	seq, _, _ := c.layout.Parse(name)
-	d := &Delivery{Name: name, Seq: seq, Payload: payload, Metadata: map[string]string{}, dir: parentDir(name)}
+	c.payHint = len(payload)
+	d := &Delivery{Name: name, Seq: seq, Payload: payload, dir: parentDir(name)}
 	if !c.layout.Sidecars() {
+		d.Metadata = map[string]string{}
 		return d, nil
 	}
 	d.sidecar = c.layout.SidecarOf(name)
-	b, err := readAll(c.fsys, d.sidecar)
+	b, err := readFile(c.fsys, d.sidecar, c.sideHint)
+	if err == nil {
+		c.sideHint = len(b)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
+		d.Metadata = map[string]string{}
 		return d, nil // a payload without a sidecar is a valid chunk
 	}
 	if err == nil {
@@ -352,6 +360,7 @@ func (c *Consumer) load(name string) (*Delivery, error) {
 		}
 	}
 	if c.opts.BadSidecar == BadSidecarDeliver {
+		d.Metadata = map[string]string{}
 		return d, nil
 	}
 	return nil, c.errorf("%w", &SidecarError{Path: d.sidecar, Err: err})

@@ -8,7 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Message is one message written to a spool.
@@ -42,21 +45,78 @@ func NewMessageID() string {
 	return hex.EncodeToString(u[:])
 }
 
+// encodeSidecar returns the sidecar of a message: exactly the bytes of
+// json.MarshalIndent(sidecar{id, md}, "", "  ") plus a newline, written by
+// hand because this runs for every message.
 func encodeSidecar(id string, md map[string]string) []byte {
-	if md == nil {
-		md = map[string]string{}
+	n := 64 + len(id)
+	for k, v := range md {
+		n += len(k) + len(v) + 12
 	}
-	b, err := json.MarshalIndent(sidecar{MessageID: id, Metadata: md}, "", "  ")
+	b := make([]byte, 0, n)
+	b = append(b, "{\n  \"message_id\": "...)
+	b = appendJSONString(b, id)
+	if len(md) == 0 {
+		return append(b, ",\n  \"metadata\": {}\n}\n"...)
+	}
+	b = append(b, ",\n  \"metadata\": {"...)
+	keys := make([]string, 0, len(md))
+	for k := range md {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, "\n    "...)
+		b = appendJSONString(b, k)
+		b = append(b, ": "...)
+		b = appendJSONString(b, md[k])
+	}
+	return append(b, "\n  }\n}\n"...)
+}
+
+// appendJSONString appends s as encoding/json writes it (HTML-safe
+// escaping). Strings that need any escaping go through encoding/json
+// itself, so the bytes are always the same.
+func appendJSONString(b []byte, s string) []byte {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return appendMarshaled(b, s)
+		}
+		ascii = ascii && c < utf8.RuneSelf
+	}
+	if !ascii && (!utf8.ValidString(s) || strings.ContainsAny(s, "\u2028\u2029")) {
+		return appendMarshaled(b, s)
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+func appendMarshaled(b []byte, s string) []byte {
+	q, err := json.Marshal(s)
 	if err != nil {
-		panic(err) // strings and a string map always marshal
+		panic(err) // a string always marshals
 	}
-	return append(b, '\n')
+	return append(b, q...)
 }
 
 // decodeSidecar parses a sidecar. Unknown top-level keys are allowed (other
 // producers may add them); message_id must be a string when present and
 // metadata an object of strings.
 func decodeSidecar(b []byte) (id string, md map[string]string, err error) {
+	if id, md, ok := decodeSidecarFast(b); ok {
+		return id, md, nil
+	}
+	return decodeSidecarJSON(b)
+}
+
+// decodeSidecarJSON is decodeSidecar for any input, with precise errors.
+func decodeSidecarJSON(b []byte) (id string, md map[string]string, err error) {
 	var raw map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&raw); err != nil {
@@ -77,4 +137,146 @@ func decodeSidecar(b []byte) (id string, md map[string]string, err error) {
 		}
 	}
 	return id, md, nil
+}
+
+// decodeSidecarFast decodes the common sidecar: an object with at most the
+// keys message_id (a string or null) and metadata (an object of strings, or
+// null), once each, with strings that hold no escapes and are valid UTF-8.
+// For anything else it reports !ok and decodeSidecarJSON decides; when ok,
+// the result is what decodeSidecarJSON would return.
+func decodeSidecarFast(b []byte) (id string, md map[string]string, ok bool) {
+	s := sidecarScanner{b: b}
+	if !s.byte('{') {
+		return "", nil, false
+	}
+	md = map[string]string{}
+	seenID, seenMD := false, false
+	if s.peek() == '}' {
+		s.i++
+	} else {
+		for {
+			key, ok := s.str()
+			if !ok || !s.byte(':') {
+				return "", nil, false
+			}
+			switch {
+			case key == "message_id" && !seenID:
+				seenID = true
+				if !s.null() {
+					if id, ok = s.str(); !ok {
+						return "", nil, false
+					}
+				}
+			case key == "metadata" && !seenMD:
+				seenMD = true
+				if !s.null() && !s.stringMap(md) {
+					return "", nil, false
+				}
+			default:
+				return "", nil, false
+			}
+			if s.byte(',') {
+				continue
+			}
+			if !s.byte('}') {
+				return "", nil, false
+			}
+			break
+		}
+	}
+	s.space()
+	return id, md, s.i == len(s.b)
+}
+
+// sidecarScanner reads the restricted JSON of decodeSidecarFast.
+type sidecarScanner struct {
+	b []byte
+	i int
+}
+
+func (s *sidecarScanner) space() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+func (s *sidecarScanner) peek() byte {
+	s.space()
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+// byte consumes c, after white space, if it comes next.
+func (s *sidecarScanner) byte(c byte) bool {
+	if s.peek() == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+func (s *sidecarScanner) null() bool {
+	if s.peek() == 'n' && len(s.b)-s.i >= 4 && string(s.b[s.i:s.i+4]) == "null" {
+		s.i += 4
+		return true
+	}
+	return false
+}
+
+// str reads a string without escapes or control characters.
+func (s *sidecarScanner) str() (string, bool) {
+	if !s.byte('"') {
+		return "", false
+	}
+	start := s.i
+	ascii := true
+	for ; s.i < len(s.b); s.i++ {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			v := s.b[start:s.i]
+			s.i++
+			if !ascii && !utf8.Valid(v) {
+				return "", false
+			}
+			return string(v), true
+		case c == '\\' || c < 0x20:
+			return "", false
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+	}
+	return "", false
+}
+
+// stringMap reads an object of strings into md.
+func (s *sidecarScanner) stringMap(md map[string]string) bool {
+	if !s.byte('{') {
+		return false
+	}
+	if s.byte('}') {
+		return true
+	}
+	for {
+		k, ok := s.str()
+		if !ok || !s.byte(':') {
+			return false
+		}
+		v, ok := s.str()
+		if !ok {
+			return false
+		}
+		md[k] = v
+		if s.byte(',') {
+			continue
+		}
+		return s.byte('}')
+	}
 }

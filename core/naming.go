@@ -201,6 +201,63 @@ func (l *Layout) join(seq uint64, tail string) string {
 	return l.Dir(seq) + "/" + leaf
 }
 
+// chunkNames returns every name of chunk seq with few allocations: its
+// directory, its final payload and sidecar names and the names they are
+// written under (the final names plus TmpSuffix when atomic, else the
+// same). The sidecar names are "" without sidecars.
+func (l *Layout) chunkNames(seq uint64, atomic bool) (dir, payload, payTmp, sidecar, sideTmp string) {
+	var digits [maxDigits + 1]byte
+	d := strconv.AppendUint(digits[:0], seq, 10)
+	pad := l.digits - len(d)
+	if pad < 0 { // never for a sequence the producer hands out
+		payload, sidecar = l.Payload(seq), l.Sidecar(seq)
+		payTmp, sideTmp = payload, sidecar
+		if atomic {
+			payTmp += TmpSuffix
+			if sidecar != "" {
+				sideTmp += TmpSuffix
+			}
+		}
+		return l.Dir(seq), payload, payTmp, sidecar, sideTmp
+	}
+	// dir/leaf<payloadTail>.tmp, built once; the other names are slices
+	// of it or of its sidecar twin.
+	n := l.digits + l.depth + len(l.payloadTail) + len(TmpSuffix)
+	b := make([]byte, 0, n)
+	for i := range l.digits {
+		if l.depth > 0 && i > 0 && i%l.width == 0 && i/l.width <= l.depth {
+			b = append(b, '/')
+		}
+		if i < pad {
+			b = append(b, '0')
+		} else {
+			b = append(b, d[i-pad])
+		}
+	}
+	stem := len(b)
+	b = append(b, l.payloadTail...)
+	final := len(b)
+	if atomic {
+		b = append(b, TmpSuffix...)
+	}
+	payTmp = string(b)
+	payload = payTmp[:final]
+	dir = "."
+	if l.depth > 0 {
+		dir = payTmp[:l.depth*(l.width+1)-1]
+	}
+	if l.metaExt == "" {
+		return dir, payload, payTmp, "", ""
+	}
+	b = append(b[:stem], l.metaTail...)
+	final = len(b)
+	if atomic {
+		b = append(b, TmpSuffix...)
+	}
+	sideTmp = string(b)
+	return dir, payload, payTmp, sideTmp[:final], sideTmp
+}
+
 // IsShardDir reports whether name is a valid shard directory name at any
 // level (width digits).
 func (l *Layout) IsShardDir(name string) bool {

@@ -139,3 +139,35 @@ func TestMaxSeq(t *testing.T) {
 		t.Fatalf("MaxSeq = %d, name %s", l.MaxSeq(), l.Payload(l.MaxSeq()))
 	}
 }
+
+func TestChunkNamesAgree(t *testing.T) {
+	for _, tc := range []struct {
+		pattern      string
+		depth, width int
+		meta         string
+	}{
+		{"{seq:09}", 0, 3, ".json"}, {"{seq:09}", 2, 3, ".json"}, {"{seq:09}", 1, 4, ""},
+		{"{seq:012}-part", 3, 2, ".meta"}, {"{seq:1}", 0, 1, ".json"}, {"{seq:19}", 6, 3, ".json"},
+	} {
+		l, err := NewLayout(tc.pattern, tc.depth, tc.width, ".bin", tc.meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, seq := range []uint64{0, 1, 7, 123456, l.MaxSeq()} {
+			for _, atomic := range []bool{true, false} {
+				dir, pay, payTmp, side, sideTmp := l.chunkNames(seq, atomic)
+				wantTmp := func(s string) string {
+					if atomic && s != "" {
+						return s + TmpSuffix
+					}
+					return s
+				}
+				if dir != l.Dir(seq) || pay != l.Payload(seq) || side != l.Sidecar(seq) ||
+					payTmp != wantTmp(l.Payload(seq)) || sideTmp != wantTmp(l.Sidecar(seq)) {
+					t.Errorf("%+v seq %d atomic %v: chunkNames = %q %q %q %q %q; want dir %q payload %q sidecar %q",
+						tc, seq, atomic, dir, pay, payTmp, side, sideTmp, l.Dir(seq), l.Payload(seq), l.Sidecar(seq))
+				}
+			}
+		}
+	}
+}

@@ -261,14 +261,8 @@ func (p *Producer) writeBatch(msgs []Message) (err error) {
 	for i := range msgs {
 		seq := first + uint64(i)
 		c := &chunks[i]
-		c.seq, c.dir, c.payload, c.sidecar = seq, p.layout.Dir(seq), p.layout.Payload(seq), p.layout.Sidecar(seq)
-		c.payTmp, c.sideTmp = c.payload, c.sidecar
-		if p.opts.Atomic {
-			c.payTmp = c.payload + TmpSuffix
-			if c.sidecar != "" {
-				c.sideTmp = c.sidecar + TmpSuffix
-			}
-		}
+		c.seq = seq
+		c.dir, c.payload, c.payTmp, c.sidecar, c.sideTmp = p.layout.chunkNames(seq, p.opts.Atomic)
 		if len(dirs) == 0 || dirs[len(dirs)-1] != c.dir {
 			dirs = append(dirs, c.dir)
 		}
