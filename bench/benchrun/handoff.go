@@ -77,7 +77,7 @@ func Handoff(ctx context.Context, cfg HandoffConfig) (HandoffResult, error) {
 	if cfg.MaxGap <= 0 {
 		cfg.MaxGap = 2 * time.Millisecond
 	}
-	res := HandoffResult{Mode: "poll", Backend: cfg.Backend, Fsync: cfg.Fsync, Count: cfg.Count, PollIntervalMs: ms(cfg.PollInterval)}
+	res := HandoffResult{Mode: "poll", Backend: cfg.Backend, Fsync: cfg.Fsync, Count: cfg.Count, PollIntervalMs: msOf(cfg.PollInterval)}
 	if cfg.Wake {
 		res.Mode = "wake"
 	}
@@ -170,11 +170,11 @@ func Handoff(ctx context.Context, cfg HandoffConfig) (HandoffResult, error) {
 		fromAck = append(fromAck, d)
 		fromWrite = append(fromWrite, at.Sub(t0))
 	}
-	res.P50FromAckMs = ms(percentile(fromAck, 50))
-	res.P99FromAckMs = ms(percentile(fromAck, 99))
-	res.MaxFromAckMs = ms(percentile(fromAck, 100))
-	res.P50FromWriteMs = ms(percentile(fromWrite, 50))
-	res.P99FromWriteMs = ms(percentile(fromWrite, 99))
+	res.P50FromAckMs = msOf(percentile(fromAck, 50))
+	res.P99FromAckMs = msOf(percentile(fromAck, 99))
+	res.MaxFromAckMs = msOf(percentile(fromAck, 100))
+	res.P50FromWriteMs = msOf(percentile(fromWrite, 50))
+	res.P99FromWriteMs = msOf(percentile(fromWrite, 99))
 	return res, nil
 }
 

@@ -135,22 +135,30 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep := &Report{Machine: DescribeMachine(cfg.Dir), Count: cfg.Count, Rounds: cfg.Rounds, Started: time.Now().UTC()}
 	total := len(cases) * cfg.Rounds
 	done := 0
-	for _, c := range cases {
-		m := newMeasure(c)
-		for r := 1; r <= cfg.Rounds; r++ {
+	ms := make([]*measure, len(cases))
+	for i, c := range cases {
+		ms[i] = newMeasure(c)
+	}
+	// Rounds are the outer loop, so that every case sees the same drift of
+	// the machine (a disk that slows down after mass deletes, a noisy
+	// neighbour) and medians compare across cases as well.
+	for r := 1; r <= cfg.Rounds; r++ {
+		for i, c := range cases {
 			if err := ctx.Err(); err != nil {
+				rep.Results = results(ms)
 				return rep, err
 			}
 			if cfg.Progress != nil {
 				cfg.Progress(Progress{Case: c, Round: r, Done: done, Total: total})
 			}
-			if err := m.round(ctx, cfg.Dir, cfg.Count); err != nil {
+			if err := ms[i].round(ctx, cfg.Dir, cfg.Count); err != nil {
+				rep.Results = results(ms)
 				return rep, fmt.Errorf("%s %s: %w", c.Op, c.Name(), err)
 			}
 			done++
 		}
-		rep.Results = append(rep.Results, m.result())
 	}
+	rep.Results = results(ms)
 	rep.Elapsed = time.Since(rep.Started).Round(time.Millisecond).String()
 	if cfg.Progress != nil {
 		cfg.Progress(Progress{Done: done, Total: total})
@@ -168,6 +176,17 @@ type measure struct {
 }
 
 func newMeasure(c Case) *measure { return &measure{c: c} }
+
+// results returns the result of every case measured at least once.
+func results(ms []*measure) []Result {
+	var out []Result
+	for _, m := range ms {
+		if len(m.msgs) > 0 {
+			out = append(out, m.result())
+		}
+	}
+	return out
+}
 
 func (m *measure) round(ctx context.Context, dir string, count int) error {
 	t, err := NewTrial(dir, m.c)
@@ -231,8 +250,8 @@ func (m *measure) result() Result {
 	res.MsgsPerSec = median(sr)
 	res.MBPerSec = res.MsgsPerSec * float64(c.PayloadBytes) / 1e6
 	res.RoundsMsgsPerSec = sr
-	res.P50BatchMs = ms(percentile(m.steps[spool], 50))
-	res.P99BatchMs = ms(percentile(m.steps[spool], 99))
+	res.P50BatchMs = msOf(percentile(m.steps[spool], 50))
+	res.P99BatchMs = msOf(percentile(m.steps[spool], 99))
 	best, bestRate := 0, -1.0
 	res.RawStrategies = map[string]float64{}
 	for a := range spool {
@@ -247,8 +266,8 @@ func (m *measure) result() Result {
 	}
 	res.RawArm = m.arms[best]
 	res.RawMsgsPerSec = bestRate
-	res.RawP50BatchMs = ms(percentile(m.steps[best], 50))
-	res.RawP99BatchMs = ms(percentile(m.steps[best], 99))
+	res.RawP50BatchMs = msOf(percentile(m.steps[best], 50))
+	res.RawP99BatchMs = msOf(percentile(m.steps[best], 99))
 	br := m.rates(best)
 	ratios := make([]float64, len(sr))
 	for r := range sr {
@@ -258,7 +277,7 @@ func (m *measure) result() Result {
 	return res
 }
 
-func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+func msOf(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
 // median returns the median of xs (the mean of the middle two for an even
 // count); 0 for none.

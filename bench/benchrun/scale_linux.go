@@ -158,7 +158,7 @@ func scaleOne(ctx context.Context, cfg ScaleConfig, layout string, n int) (res S
 	}
 	start = time.Now()
 	ents, err := fsys.fs.ReadDir(leaf)
-	res.ListMs = ms(time.Since(start))
+	res.ListMs = msOf(time.Since(start))
 	res.ListEntries = len(ents)
 	ents = nil
 	if err != nil {
@@ -190,7 +190,7 @@ func scaleOne(ctx context.Context, cfg ScaleConfig, layout string, n int) (res S
 			return res, err
 		}
 		if got == 0 {
-			res.FirstReadMs = ms(time.Since(start))
+			res.FirstReadMs = msOf(time.Since(start))
 		}
 		if err := c.Ack(ds...); err != nil {
 			return res, err
