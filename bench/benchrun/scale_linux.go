@@ -139,8 +139,8 @@ func scaleOne(ctx context.Context, cfg ScaleConfig, layout string, n int) (res S
 			return res, err
 		}
 		left -= k
-		if left%100_000 < k {
-			say("backlog %d %s: produced %d", n, layout, n-left)
+		if done := n - left; done/100_000 != (done-k)/100_000 {
+			say("backlog %d %s: produced %d", n, layout, done)
 		}
 	}
 	res.ProduceUsPerMsg = float64(time.Since(start).Microseconds()) / float64(n)
@@ -196,7 +196,7 @@ func scaleOne(ctx context.Context, cfg ScaleConfig, layout string, n int) (res S
 			return res, err
 		}
 		got += len(ds)
-		if got%100_000 < len(ds) {
+		if got/100_000 != (got-len(ds))/100_000 {
 			say("backlog %d %s: drained %d", n, layout, got)
 		}
 	}
