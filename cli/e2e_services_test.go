@@ -80,31 +80,21 @@ func svcUnique(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-var (
-	svcBinOnce sync.Once
-	svcBinPath string
-	svcBinErr  error
-)
-
-// svcBinary builds mqb once per test process.
+// svcBinary builds mqb into the test's temporary directory (the build
+// cache makes every build after the first one a link).
 func svcBinary(t *testing.T) string {
 	t.Helper()
-	svcBinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "mqb-e2e-services-")
-		if err != nil {
-			svcBinErr = err
-			return
-		}
-		svcBinPath = filepath.Join(dir, "mqb")
-		out, err := exec.Command("go", "build", "-o", svcBinPath, "./cmd/mqb").CombinedOutput()
-		if err != nil {
-			svcBinErr = fmt.Errorf("go build ./cmd/mqb: %v\n%s", err, out)
-		}
-	})
-	require.NoError(t, svcBinErr)
-	t.Cleanup(func() {}) // the binary lives in the temp dir for the whole run
-	return svcBinPath
+	if p, ok := svcBins.Load(t.Name()); ok {
+		return p.(string)
+	}
+	path := filepath.Join(t.TempDir(), "mqb")
+	out, err := exec.Command("go", "build", "-o", path, "./cmd/mqb").CombinedOutput()
+	require.NoError(t, err, "go build ./cmd/mqb:\n%s", out)
+	svcBins.Store(t.Name(), path)
+	return path
 }
+
+var svcBins sync.Map // test name -> binary
 
 // svcRun runs mqb to the end and returns its exit code and standard error.
 func svcRun(t *testing.T, args ...string) (int, string) {
