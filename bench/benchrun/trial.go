@@ -59,8 +59,8 @@ const ArmSpool = "spool"
 const RawArmPrefix = "raw"
 
 // Trial runs one case side by side with its raw baselines: every Step runs
-// one batch on each raw arm and then on the spool arm, so that a machine
-// that slows down or speeds up affects all of them alike. A Trial works in a
+// one batch on each arm in turn, so that a machine that slows down or speeds
+// up affects all of them alike. A Trial works in a
 // directory of its own, removed by Close.
 type Trial struct {
 	c       Case
@@ -68,6 +68,7 @@ type Trial struct {
 	arms    []*arm
 	payload []byte
 	closed  bool
+	steps   int
 }
 
 type arm struct {
@@ -220,11 +221,21 @@ func (t *Trial) Fill(n int) error {
 	return nil
 }
 
-// Step produces or consumes n messages on each arm in turn and returns how
-// long each took, in the order of Arms.
+// Step produces or consumes n messages on each arm in turn, starting with a
+// different arm each time, and returns how long each took, in the order of
+// Arms.
 func (t *Trial) Step(n int, out []time.Duration) ([]time.Duration, error) {
-	out = out[:0]
-	for _, a := range t.arms {
+	if cap(out) < len(t.arms) {
+		out = make([]time.Duration, len(t.arms))
+	}
+	out = out[:len(t.arms)]
+	// Rotate the order from step to step, so that no arm always runs right
+	// after the same other one (an arm can leave the machine busier for the
+	// next: threads still spinning, dirty pages to flush).
+	t.steps++
+	for k := range t.arms {
+		i := (k + t.steps) % len(t.arms)
+		a := t.arms[i]
 		if a.step == nil {
 			return nil, errors.New("benchrun: Fill must be called before Step in a consume case")
 		}
@@ -237,7 +248,7 @@ func (t *Trial) Step(n int, out []time.Duration) ([]time.Duration, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", a.name, err)
 		}
-		out = append(out, d)
+		out[i] = d
 	}
 	return out, nil
 }
