@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -542,4 +543,96 @@ func (f *feeder) ack(b []*bridge.Message) bridge.AckFunc {
 		}
 		return nil
 	}
+}
+
+// privateBroker starts a Mosquitto of the test's own on a free port that
+// accepts only user mqb with password, and stops it when the test ends.
+func privateBroker(t *testing.T, password string) string {
+	t.Helper()
+	bin, err := exec.LookPath("mosquitto")
+	if err != nil {
+		bin = "/usr/sbin/mosquitto"
+	}
+	pwTool, err2 := exec.LookPath("mosquitto_passwd")
+	if _, err := os.Stat(bin); err != nil || err2 != nil {
+		t.Skipf("needs the mosquitto and mosquitto_passwd programs (Debian package mosquitto): %v %v", err, err2)
+	}
+	dir := t.TempDir()
+	pwFile := filepath.Join(dir, "passwords")
+	out, err := exec.Command(pwTool, "-c", "-b", pwFile, "mqb", password).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	l.Close()
+	_, port, _ := net.SplitHostPort(addr)
+	conf := fmt.Sprintf("listener %s 127.0.0.1\nallow_anonymous false\npassword_file %s\npersistence false\n", port, pwFile)
+	if os.Geteuid() == 0 {
+		conf += "user root\n"
+	}
+	confFile := filepath.Join(dir, "mosquitto.conf")
+	require.NoError(t, os.WriteFile(confFile, []byte(conf), 0o600))
+	cmd := exec.Command(bin, "-c", confFile)
+	logFile, err := os.Create(filepath.Join(dir, "mosquitto.log"))
+	require.NoError(t, err)
+	defer logFile.Close()
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	up := func() bool {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}
+	for start := time.Now(); !up(); time.Sleep(20 * time.Millisecond) {
+		if time.Since(start) > 5*time.Second {
+			logs, _ := os.ReadFile(logFile.Name())
+			t.Fatalf("private Mosquitto did not start: %s", logs)
+		}
+	}
+	return addr
+}
+
+func TestBadCredentialsFailAtOnce(t *testing.T) {
+	const password = "Right-Pa55word"
+	addr := privateBroker(t, password)
+	env := testEnv()
+	for _, kind := range []string{"source", "target"} {
+		t.Run(kind, func(t *testing.T) {
+			raw := "mqtt://mqb:Wrong-S3cret@" + addr + "?topic=t&connect_timeout=20s&client_id=" + unique("mqb-test-")
+			var ep interface {
+				Connect(context.Context) error
+			}
+			var err error
+			if kind == "source" {
+				ep, err = NewSource(env, resolve(t, env, raw))
+			} else {
+				ep, err = NewTarget(env, resolve(t, env, raw))
+			}
+			require.NoError(t, err)
+			start := time.Now()
+			err = ep.Connect(context.Background())
+			require.Error(t, err)
+			t.Log(err)
+			assert.Less(t, time.Since(start), 5*time.Second, "a refusal is not retried until connect_timeout")
+			assert.Contains(t, err.Error(), "not Authorized")
+			assert.NotContains(t, err.Error(), "Wrong-S3cret")
+			assert.NotContains(t, err.Error(), "\n")
+		})
+	}
+
+	t.Run("right password", func(t *testing.T) {
+		id := unique("mqb-test-")
+		src, err := NewSource(env, resolve(t, env, "mqtt://mqb:"+password+"@"+addr+"?topic=t&idle_timeout=200ms&client_id="+id))
+		require.NoError(t, err)
+		require.NoError(t, src.Connect(context.Background()))
+		defer src.Close(context.Background())
+		_, _, err = src.ReadBatch(context.Background(), 1)
+		require.ErrorIs(t, err, bridge.ErrEndOfInput)
+	})
 }
