@@ -36,3 +36,5 @@ replace github.com/mqb-project/mqb/core => ../core
 replace github.com/mqb-project/mqb/backend-os => ../backend-os
 
 replace github.com/mqb-project/mqb/backend-memfs => ../backend-memfs
+
+replace github.com/mqb-project/mqb/conformance => ../conformance

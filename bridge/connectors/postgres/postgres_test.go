@@ -466,3 +466,21 @@ func TestConnectErrorsRedactThePassword(t *testing.T) {
 		})
 	}
 }
+
+func TestQualifiedMixedCaseNames(t *testing.T) {
+	admin := needServer(t)
+	schema := newTable(t, admin, "x int") // only for a unique name
+	schema = strings.Replace(schema, "mqb_test_", "mqb_schema_", 1)
+	ctx := context.Background()
+	_, err := admin.Exec(ctx, fmt.Sprintf(`CREATE SCHEMA %s; CREATE TABLE %s."Orders" ("Order Id" int PRIMARY KEY, "Note" text, "Msg" text UNIQUE)`, schema, schema))
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
+
+	tg := openTarget(t, url.QueryEscape(schema+`."Orders"`), "&id_column=Msg")
+	require.NoError(t, write(t, tg, msg("a", `{"Order Id":1,"Note":"it's \"quoted\""}`, nil), msg("b", `{"Order Id":2}`, nil)))
+	require.NoError(t, write(t, tg, msg("a", `{"Order Id":1}`, nil)))
+	var note string
+	require.NoError(t, admin.QueryRow(ctx, fmt.Sprintf(`SELECT "Note" FROM %s."Orders" WHERE "Msg" = 'a'`, schema)).Scan(&note))
+	assert.Equal(t, `it's "quoted"`, note)
+	assert.Equal(t, 2, count(t, admin, schema+`."Orders"`))
+}
