@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mqb-project/mqb/bridge"
+)
+
+type copyFlags struct {
+	from, to    string
+	drain       bool
+	batchSize   int
+	batchPeriod time.Duration
+	config      string
+	run         runFlags
+}
+
+func (a *app) copyCommand() *cobra.Command {
+	var f copyFlags
+	cmd := &cobra.Command{
+		Use:   "copy --from URL --to URL",
+		Short: "Move messages from one endpoint to another",
+		Long: `copy reads messages from --from and writes them to --to, acknowledging each
+batch at the source only once the target has made it durable.
+
+With --drain the route ends as soon as the source has nothing left (a file
+ends at its end anyway). With --config the route comes from a route file,
+and the flags given override it.`,
+		Example: `  mqb copy --drain --from 'file:///data/orders.jsonl?format=json' --to 'dir-spool:///var/spool/orders?emit_done=success'
+  mqb copy --drain --from 'dir-spool:///var/spool/orders?stop_on_done=true' --to 'file:///data/out.jsonl?format=json'
+  mqb copy --from stdin:// --to 'dir-spool:///var/spool/telemetry?naming_pattern={seq:012}&shard_depth=2&shard_width=3'`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := a.copyConfig(cmd, &f)
+			if err != nil {
+				return err
+			}
+			route, err := a.env.NewRoute(cfg)
+			if err != nil {
+				return err
+			}
+			return a.runRoute(cmd.Context(), route, &f.run)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.from, "from", "", "source endpoint URL, e.g. 'dir-spool:///var/spool/orders'")
+	fl.StringVar(&f.to, "to", "", "target endpoint URL, e.g. 'file:///data/out.jsonl?format=json'")
+	fl.BoolVar(&f.drain, "drain", false, "end once the source has nothing left instead of waiting for more")
+	fl.IntVar(&f.batchSize, "batch-size", bridge.DefaultBatchSize, "most messages per batch")
+	fl.DurationVar(&f.batchPeriod, "batch-period", 0, "how long a batch that is not full waits for more messages (0: no wait)")
+	fl.StringVar(&f.config, "config", "", "route file (YAML) to start from")
+	f.run.register(cmd)
+	return cmd
+}
+
+// copyConfig builds the route from --config and the flags, flags winning.
+func (a *app) copyConfig(cmd *cobra.Command, f *copyFlags) (*bridge.Config, error) {
+	a.rememberSecrets(f.from, f.to)
+	cfg := &bridge.Config{}
+	if f.config != "" {
+		c, err := bridge.ParseConfigFile(f.config)
+		if err != nil {
+			return nil, err
+		}
+		cfg = c
+	}
+	fl := cmd.Flags()
+	if f.from != "" {
+		cfg.Input = bridge.Endpoint{URL: f.from, Origin: "--from"}
+	}
+	if f.to != "" {
+		cfg.Output = bridge.Endpoint{URL: f.to, Origin: "--to"}
+	}
+	if cfg.Input.URL == "" && cfg.Input.Connector == "" || cfg.Output.URL == "" && cfg.Output.Connector == "" {
+		return nil, usage(errNoRoute)
+	}
+	if fl.Changed("drain") {
+		cfg.Drain = f.drain
+	}
+	if fl.Changed("batch-size") || f.config == "" {
+		if f.batchSize < 1 {
+			return nil, usage(fmt.Errorf("--batch-size must be 1 or more (got %d)", f.batchSize))
+		}
+		cfg.Batch.Size = f.batchSize
+	}
+	if fl.Changed("batch-period") {
+		if f.batchPeriod < 0 {
+			return nil, usage(fmt.Errorf("--batch-period must not be negative (got %v)", f.batchPeriod))
+		}
+		cfg.Batch.Period = bridge.Duration(f.batchPeriod)
+	}
+	return cfg, nil
+}

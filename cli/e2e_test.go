@@ -1,0 +1,633 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// mqb is the binary under test, built once by TestMain.
+var mqb string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mqb-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	mqb = filepath.Join(dir, "mqb")
+	build := exec.Command("go", "build", "-o", mqb, "./cmd/mqb")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building mqb:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// run runs mqb to completion with stdin.
+func run(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, mqb, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		require.True(t, ok, "running mqb %v: %v", args, err)
+		code = ee.ExitCode()
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+// ok runs mqb and requires exit code 0.
+func ok(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	r := run(t, stdin, args...)
+	require.Equal(t, 0, r.code, "mqb %s\nstderr: %s", strings.Join(args, " "), r.stderr)
+	return r
+}
+
+// started is an mqb process running in the background.
+type started struct {
+	cmd    *exec.Cmd
+	stderr *lockedBuffer
+	done   chan struct{}
+	code   int
+}
+
+// lockedBuffer is a bytes.Buffer safe to read while the process writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func start(t *testing.T, args ...string) *started {
+	t.Helper()
+	cmd := exec.Command(mqb, args...)
+	s := &started{cmd: cmd, stderr: &lockedBuffer{}, done: make(chan struct{})}
+	cmd.Stderr = s.stderr
+	require.NoError(t, cmd.Start())
+	go func() {
+		_ = cmd.Wait()
+		s.code = cmd.ProcessState.ExitCode()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			s.code = 128 + int(ws.Signal())
+		}
+		close(s.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-s.done:
+		default:
+			_ = cmd.Process.Kill()
+			<-s.done
+		}
+	})
+	return s
+}
+
+func (s *started) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-s.done:
+		return s.code
+	case <-time.After(60 * time.Second):
+		t.Fatalf("mqb %v did not exit; stderr: %s", s.cmd.Args, s.stderr)
+		return -1
+	}
+}
+
+func (s *started) signal(t *testing.T, sig os.Signal) {
+	t.Helper()
+	require.NoError(t, s.cmd.Process.Signal(sig))
+}
+
+func readFile(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	require.NoError(t, err)
+	return string(b)
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	require.NoError(t, os.WriteFile(name, []byte(content), 0o644))
+	return name
+}
+
+// files lists the regular files under dir, relative and sorted.
+func files(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, rel)
+		}
+		return nil
+	}))
+	return out
+}
+
+func payloadFiles(t *testing.T, dir string) []string {
+	var out []string
+	for _, f := range files(t, dir) {
+		if strings.HasSuffix(f, ".bin") {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func exampleOrders(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs("../examples/orders.jsonl")
+	require.NoError(t, err)
+	return p
+}
+
+// The seed's first two examples, as written: a finite input to a spool with
+// DONE, then a one-shot drain of that spool (into a file: PostgreSQL needs a
+// server).
+func TestSeedFileToSpoolThenDrain(t *testing.T) {
+	dir := t.TempDir()
+	orders := exampleOrders(t)
+	spool := filepath.Join(dir, "orders")
+	ok(t, "", "copy", "--drain",
+		"--from", "file://"+orders+"?format=json",
+		"--to", "dir-spool://"+spool+"?emit_done=success")
+
+	lines := strings.SplitAfter(strings.TrimSuffix(readFile(t, orders), "\n"), "\n")
+	require.Len(t, lines, 12)
+	got := files(t, spool)
+	assert.Contains(t, got, "DONE")
+	assert.Contains(t, got, "PRODUCER")
+	for i, line := range lines {
+		name := fmt.Sprintf("%09d", i)
+		assert.Equal(t, strings.TrimSuffix(line, "\n"), readFile(t, filepath.Join(spool, name+".bin")), "payload %d byte for byte", i)
+		var sc map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(spool, name+".json"))), &sc))
+		assert.Len(t, sc, 2, "a sidecar holds message_id and metadata only")
+		var id string
+		require.NoError(t, json.Unmarshal(sc["message_id"], &id))
+		assert.Regexp(t, `^[0-9a-f]{32}$`, id)
+		var md map[string]string
+		require.NoError(t, json.Unmarshal(sc["metadata"], &md))
+		assert.Equal(t, map[string]string{"content_type": "application/json", "source": "orders", "path": orders, "line": fmt.Sprint(i + 1)}, md)
+	}
+	var done map[string]any
+	require.NoError(t, json.Unmarshal([]byte(readFile(t, filepath.Join(spool, "DONE"))), &done))
+	assert.Equal(t, "success", done["status"])
+	assert.Equal(t, float64(12), done["count"])
+
+	out := filepath.Join(dir, "out.jsonl")
+	ok(t, "", "copy", "--drain",
+		"--from", "dir-spool://"+spool+"?stop_on_done=true",
+		"--to", "file://"+out+"?format=json")
+	assert.Equal(t, readFile(t, orders), readFile(t, out))
+	assert.Empty(t, payloadFiles(t, spool), "the drained spool is empty")
+}
+
+// Without --drain, stop_on_done ends the consumer only once the producer's
+// DONE exists and nothing is left.
+func TestStopOnDoneEndsAContinuousRoute(t *testing.T) {
+	dir := t.TempDir()
+	spool, out := filepath.Join(dir, "s"), filepath.Join(dir, "out.txt")
+	require.NoError(t, os.Mkdir(spool, 0o700))
+	consumer := start(t, "copy", "--from", "dir-spool://"+spool+"?stop_on_done=true&poll_interval=20ms", "--to", "file://"+out)
+	time.Sleep(300 * time.Millisecond)
+	ok(t, "a\nb\n", "copy", "--from", "stdin://", "--to", "dir-spool://"+spool)
+	select {
+	case <-consumer.done:
+		t.Fatalf("the consumer ended before DONE: %s", consumer.stderr)
+	case <-time.After(300 * time.Millisecond):
+	}
+	ok(t, "c\n", "copy", "--from", "stdin://", "--to", "dir-spool://"+spool+"?emit_done=success")
+	require.Equal(t, 0, consumer.wait(t), consumer.stderr.String())
+	assert.Equal(t, "a\nb\nc\n", readFile(t, out))
+}
+
+// The seed's sharding example, with stdin in place of MQTT.
+func TestSeedShardedSpool(t *testing.T) {
+	dir := t.TempDir()
+	spool := filepath.Join(dir, "telemetry")
+	opts := "?naming_pattern={seq:012}&shard_depth=2&shard_width=3"
+	var in strings.Builder
+	for i := range 1005 {
+		fmt.Fprintf(&in, "{\"reading\":%d}\n", i)
+	}
+	ok(t, in.String(), "copy", "--from", "stdin://?format=json", "--to", "dir-spool://"+spool+opts+"&fsync=batch", "--batch-size", "500")
+	got := payloadFiles(t, spool)
+	require.Len(t, got, 1005)
+	assert.Equal(t, "000/000/000000.bin", got[0])
+	assert.Equal(t, "000/000/000001.bin", got[1])
+	assert.Equal(t, "000/000/001000.bin", got[1000], "the leading six of twelve digits name the shards")
+	assert.FileExists(t, filepath.Join(spool, "000/000/000001.json"))
+
+	r := ok(t, "", "copy", "--drain", "--from", "dir-spool://"+spool+opts, "--to", "stdout://?format=json")
+	assert.Equal(t, in.String(), r.stdout, "FIFO across shards")
+}
+
+// file -> spool -> file in every format, compared byte for byte.
+func TestRoundTripFormats(t *testing.T) {
+	binary := make([]byte, 4096)
+	_, _ = rand.Read(binary)
+	binary = append(binary, 0, '\n', 0xff)
+	for _, tc := range []struct {
+		format, input string
+		messages      int
+	}{
+		{"json", "{\"a\": 1, \"name\": \"Zoë\"}\n[1,2,3]\n\"text\"\n{\"nested\":{\"deep\":[{\"x\":null}]}}\n", 4},
+		{"csv", "id,name,note\n1,Ann,\"likes, commas\"\n2,Bo,\"two\nlines\"\n3,Cy,\"say \"\"hi\"\"\"\n", 3},
+		{"lines", "first line\n\n  indented\tand tabbed\nlast\n", 4},
+		{"raw", string(binary), 1},
+	} {
+		t.Run(tc.format, func(t *testing.T) {
+			dir := t.TempDir()
+			in := writeFile(t, filepath.Join(dir, "in."+tc.format), tc.input)
+			spool := filepath.Join(dir, "spool")
+			out := filepath.Join(dir, "out."+tc.format)
+			ok(t, "", "copy", "--from", "file://"+in+"?format="+tc.format, "--to", "dir-spool://"+spool+"?emit_done=success")
+			assert.Len(t, payloadFiles(t, spool), tc.messages)
+			ok(t, "", "copy", "--drain", "--from", "dir-spool://"+spool, "--to", "file://"+out+"?format="+tc.format)
+			assert.Equal(t, tc.input, readFile(t, out))
+		})
+	}
+}
+
+func TestCSVRecordsBecomeJSONObjects(t *testing.T) {
+	dir := t.TempDir()
+	in := writeFile(t, filepath.Join(dir, "orders.csv"), "order_id,sku,qty\nORD-1,TEA-EG-250,2\nORD-2,MUG-STN-01,1\n")
+	r := ok(t, "", "copy", "--from", "file://"+in+"?format=csv", "--to", "stdout://?format=json")
+	assert.Equal(t, "{\"order_id\":\"ORD-1\",\"sku\":\"TEA-EG-250\",\"qty\":\"2\"}\n{\"order_id\":\"ORD-2\",\"sku\":\"MUG-STN-01\",\"qty\":\"1\"}\n", r.stdout)
+}
+
+func TestMalformedInputNamesFileAndLine(t *testing.T) {
+	dir := t.TempDir()
+	in := writeFile(t, filepath.Join(dir, "bad.jsonl"), "{\"ok\":1}\n{\"ok\":2}\n{\"broken\":\n{\"ok\":4}\n")
+	r := run(t, "", "copy", "--from", "file://"+in+"?format=json", "--to", "stdout://?format=json")
+	assert.Equal(t, 1, r.code)
+	assert.Contains(t, r.stderr, in+":3: not a JSON document")
+	assert.Equal(t, "{\"ok\":1}\n{\"ok\":2}\n", r.stdout, "records before the bad one were delivered, none after it")
+}
+
+// The same route as flags and as YAML gives the same spool.
+func TestYAMLAndURLAreEquivalent(t *testing.T) {
+	dir := t.TempDir()
+	orders := exampleOrders(t)
+	viaURL, viaYAML := filepath.Join(dir, "url"), filepath.Join(dir, "yaml")
+	ok(t, "", "copy", "--drain", "--batch-size", "5",
+		"--from", "file://"+orders+"?format=json",
+		"--to", "dir-spool://"+viaURL+"?naming_pattern={seq:06}.order&payload_extension=.jsonl&metadata_extension=.meta&shard_depth=1&shard_width=2&emit_done=success")
+	route := writeFile(t, filepath.Join(dir, "route.yaml"), fmt.Sprintf(`
+input:
+  file: {path: %q, format: json}
+output:
+  dir_spool:
+    path: %q
+    naming_pattern: "{seq:06}.order"
+    payload_extension: .jsonl
+    metadata_extension: .meta
+    shard_depth: 1
+    shard_width: 2
+    emit_done: success
+batch: {size: 5, period: 100ms}
+drain: true
+`, orders, viaYAML))
+	r := ok(t, "", "lint", route)
+	assert.Equal(t, route+": ok: file:"+orders+" -> dir_spool:"+viaYAML+"\n", r.stdout)
+	assert.NoDirExists(t, viaYAML, "lint runs nothing")
+	ok(t, "", "run", route)
+	assert.Equal(t, files(t, viaURL), files(t, viaYAML))
+	assert.Contains(t, files(t, viaURL), "00/0000.order.jsonl")
+	for _, f := range files(t, viaURL) {
+		if strings.HasSuffix(f, ".jsonl") {
+			assert.Equal(t, readFile(t, filepath.Join(viaURL, f)), readFile(t, filepath.Join(viaYAML, f)))
+		}
+	}
+}
+
+// SIGINT in the middle of a copy, then the same copy again: nothing lost,
+// nothing duplicated, claims released.
+func TestInterruptThenResume(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	const n = 3000
+	var in strings.Builder
+	for i := range n {
+		fmt.Fprintf(&in, "%d\n", i)
+	}
+	ok(t, in.String(), "copy", "--from", "stdin://", "--to", "dir-spool://"+a+"?fsync=none", "--batch-size", "1000")
+
+	cp := start(t, "copy", "--drain", "--from", "dir-spool://"+a, "--to", "dir-spool://"+b, "--batch-size", "5")
+	require.Eventually(t, func() bool {
+		es, _ := os.ReadDir(b)
+		return len(es) > 40
+	}, 30*time.Second, 5*time.Millisecond, "the copy makes progress")
+	cp.signal(t, syscall.SIGINT)
+	require.Equal(t, 130, cp.wait(t), cp.stderr.String())
+	assert.Contains(t, cp.stderr.String(), "interrupted")
+	left := len(payloadFiles(t, a))
+	require.Greater(t, left, 0, "interrupted before the end")
+	assert.Equal(t, n, left+len(payloadFiles(t, b)), "every message is in exactly one spool")
+
+	var st struct {
+		Consumer struct{ Alive bool }
+		Producer struct{ Alive bool }
+	}
+	require.NoError(t, json.Unmarshal([]byte(ok(t, "", "spool", "stat", "--json", a).stdout), &st))
+	assert.False(t, st.Consumer.Alive, "the CONSUMER claim was released")
+
+	ok(t, "", "copy", "--drain", "--from", "dir-spool://"+a, "--to", "dir-spool://"+b, "--batch-size", "500")
+	r := ok(t, "", "copy", "--drain", "--from", "dir-spool://"+b, "--to", "stdout://")
+	assert.Equal(t, in.String(), r.stdout)
+}
+
+func TestSIGTERMExits143(t *testing.T) {
+	spool := t.TempDir()
+	cp := start(t, "copy", "--from", "dir-spool://"+spool, "--to", "stdout://")
+	require.Eventually(t, func() bool {
+		return strings.Contains(cp.stderr.String(), "route started")
+	}, 30*time.Second, 10*time.Millisecond)
+	cp.signal(t, syscall.SIGTERM)
+	assert.Equal(t, 143, cp.wait(t), cp.stderr.String())
+}
+
+func TestSecondDrainingConsumerNamesHolder(t *testing.T) {
+	spool := t.TempDir()
+	first := start(t, "copy", "--from", "dir-spool://"+spool, "--to", "stdout://")
+	require.Eventually(t, func() bool {
+		return strings.Contains(first.stderr.String(), "route started")
+	}, 30*time.Second, 10*time.Millisecond)
+
+	r := run(t, "", "copy", "--drain", "--from", "dir-spool://"+spool, "--to", "stdout://")
+	assert.Equal(t, 1, r.code)
+	host, _ := os.Hostname()
+	assert.Contains(t, r.stderr, fmt.Sprintf("CONSUMER claim is held by pid %d on host %s", first.cmd.Process.Pid, host))
+	assert.Equal(t, 1, strings.Count(r.stderr, "mqb: "))
+
+	var st struct {
+		Consumer struct {
+			Alive bool
+			PID   int
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(ok(t, "", "spool", "stat", "--json", spool).stdout), &st))
+	assert.True(t, st.Consumer.Alive)
+	assert.Equal(t, first.cmd.Process.Pid, st.Consumer.PID)
+	first.signal(t, syscall.SIGINT)
+	assert.Equal(t, 130, first.wait(t))
+}
+
+// Every configuration mistake exits 2 with one line naming what is wrong
+// and what is valid.
+func TestBadInputExits2(t *testing.T) {
+	dir := t.TempDir()
+	in := writeFile(t, filepath.Join(dir, "in.txt"), "x\n")
+	yaml := func(name, content string) string { return writeFile(t, filepath.Join(dir, name), content) }
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown scheme", []string{"copy", "--from", "kafka://broker/topic", "--to", "stdout://"}, `unknown scheme "kafka" in kafka://broker/topic (valid: dir-spool, dirspool, dropzone, file,`},
+		{"unknown option", []string{"copy", "--from", "file://" + in, "--to", "dir-spool://" + dir + "/s?shard_dept=2"}, `option "shard_dept": unknown dir_spool option (valid: atomic, backend, bad_sidecar, claims,`},
+		{"mistyped option", []string{"copy", "--from", "file://" + in, "--to", "dir-spool://" + dir + "/s?fsync=sometimes"}, `option "fsync" = "sometimes": is not an allowed value (valid: none, batch, chunk)`},
+		{"mistyped bool", []string{"copy", "--from", "dir-spool://" + dir + "/s?stop_on_done=yes", "--to", "stdout://"}, `option "stop_on_done" = "yes": expects true or false`},
+		{"relative spool path", []string{"copy", "--from", "file://" + in, "--to", "dir-spool://var/spool/orders"}, `option "path" = "var/spool/orders": must be absolute`},
+		{"relative file path", []string{"copy", "--from", "file://data/in.txt", "--to", "stdout://"}, `option "path" = "data/in.txt": must be absolute`},
+		{"bad naming pattern", []string{"copy", "--from", "file://" + in, "--to", "dir-spool://" + dir + "/s?naming_pattern={seq:9x}"}, `option "naming_pattern" = "{seq:9x}": N in {seq:N} must be a number of digits`},
+		{"pattern not starting with seq", []string{"copy", "--from", "file://" + in, "--to", "dir-spool://" + dir + "/s?naming_pattern=msg-{seq:09}"}, `must start with the {seq:N} token`},
+		{"unknown backend", []string{"copy", "--from", "file://" + in, "--to", "dir-spool://" + dir + "/s?backend=s3"}, `option "backend" = "s3": is not a registered backend (valid: memfs, os)`},
+		{"unknown format", []string{"copy", "--from", "file://" + in + "?format=xml", "--to", "stdout://"}, `option "format" = "xml": is not an allowed value (valid: json, csv, lines, raw)`},
+		{"bad YAML", []string{"run", yaml("bad.yaml", "input: [\n")}, "bad.yaml: line 1: did not find expected node content"},
+		{"unknown YAML key", []string{"lint", yaml("key.yaml", "input: {url: \"stdin://\"}\noutput: {url: \"stdout://\"}\nbatch: {sise: 3}\n")}, `key.yaml: line 3: unknown key "sise" (valid: period, size)`},
+		{"unknown YAML connector", []string{"lint", yaml("conn.yaml", "input: {dir_spol: {path: /x}}\noutput: {url: \"stdout://\"}\n")}, `conn.yaml: line 1: input: no connector named "dir_spol" (valid: dir_spool, dropzone, file,`},
+		{"relative YAML spool path", []string{"run", yaml("rel.yaml", "input: {dir_spool: {path: spool}}\noutput: {stdout: {}}\n")}, `rel.yaml: line 1: input: dir_spool:spool: option "path" = "spool": must be an absolute path`},
+		{"relative spool stat", []string{"spool", "stat", "var/spool"}, `spool path "var/spool" is relative`},
+		{"missing route", []string{"copy", "--from", "stdin://"}, "no route: give --from and --to"},
+		{"unknown flag", []string{"copy", "--form", "stdin://"}, "unknown flag: --form"},
+		{"unknown command", []string{"frob"}, `unknown command "frob"`},
+		{"stray argument", []string{"copy", "--from", "stdin://", "--to", "stdout://", "extra"}, "takes no arguments"},
+		{"bad log format", []string{"--log-format", "xml", "version"}, "--log-format \"xml\": valid formats are text, json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, "", tc.args...)
+			assert.Equal(t, 2, r.code, r.stderr)
+			assert.Contains(t, r.stderr, tc.want)
+			assert.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line: %q", r.stderr)
+			assert.True(t, strings.HasPrefix(r.stderr, "mqb: "), r.stderr)
+			assert.Empty(t, r.stdout)
+		})
+	}
+}
+
+// Every URL form in the seed parses, including endpoints that need a server.
+func TestSeedURLsParse(t *testing.T) {
+	dir := t.TempDir()
+	for i, pair := range [][2]string{
+		{"file:///data/orders.jsonl?format=json", "dir-spool:///var/spool/orders?emit_done=success"},
+		{"dir-spool:///var/spool/orders?stop_on_done=true", "postgres://user:pass@localhost/app?table=orders"},
+		{"mqtt://broker.local:1883?topic=telemetry", "dir-spool:///var/spool/telemetry?naming_pattern={seq:012}&shard_depth=2&shard_width=3"},
+		{"spool:///var/spool/orders", "dirspool:///var/spool/copy"},
+		{"file:///data/orders.csv?format=csv", "dropzone:///data/outgoing?format=csv"},
+	} {
+		route := writeFile(t, filepath.Join(dir, fmt.Sprintf("r%d.yaml", i)), fmt.Sprintf("input: {url: %q}\noutput: {url: %q}\n", pair[0], pair[1]))
+		r := ok(t, "", "lint", route)
+		assert.NotContains(t, r.stdout, "pass@", "passwords are never printed")
+	}
+}
+
+func TestPasswordsNeverPrinted(t *testing.T) {
+	dir := t.TempDir()
+	in := writeFile(t, filepath.Join(dir, "in.jsonl"), "{\"a\":1}\n")
+	r := run(t, "", "copy", "--from", "file://"+in+"?format=json", "--to", "postgres://app:s3cr3t-pw@127.0.0.1:1/app?table=orders")
+	assert.Equal(t, 1, r.code, r.stderr)
+	assert.NotContains(t, r.stderr, "s3cr3t-pw")
+	assert.Contains(t, r.stderr, "xxxxx")
+	r = run(t, "", "copy", "--from", "kafka://app:s3cr3t-pw@host/t", "--to", "stdout://")
+	assert.Equal(t, 2, r.code)
+	assert.NotContains(t, r.stderr, "s3cr3t-pw")
+}
+
+func TestSpoolStatLsPeek(t *testing.T) {
+	spool := t.TempDir()
+	ok(t, "one\ntwo\nthree\n", "copy", "--from", "stdin://", "--to", "dir-spool://"+spool+"?emit_done=success")
+
+	var st struct {
+		Chunks   int
+		Bytes    int64
+		Oldest   struct{ Name string }
+		Newest   struct{ Name string }
+		Producer struct {
+			Alive bool
+			PID   int
+		}
+		Consumer *struct{}
+		Done     struct {
+			Status string
+			Count  int
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(ok(t, "", "spool", "stat", "--json", spool).stdout), &st))
+	assert.Equal(t, 3, st.Chunks)
+	assert.Equal(t, int64(11), st.Bytes)
+	assert.Equal(t, "000000000.bin", st.Oldest.Name)
+	assert.Equal(t, "000000002.bin", st.Newest.Name)
+	assert.False(t, st.Producer.Alive, "the producer has exited")
+	assert.NotZero(t, st.Producer.PID)
+	assert.Nil(t, st.Consumer, "no consumer ever ran")
+	assert.Equal(t, "success", st.Done.Status)
+	assert.Equal(t, 3, st.Done.Count)
+
+	text := ok(t, "", "spool", "stat", "dir-spool://"+spool).stdout
+	assert.Regexp(t, `backlog\s+3 chunk\(s\), 11 B`, text)
+	assert.Regexp(t, `done\s+success: 3 message\(s\)`, text)
+
+	ls := ok(t, "", "spool", "ls", "--json", "--limit", "2", spool).stdout
+	lines := strings.Split(strings.TrimSpace(ls), "\n")
+	require.Len(t, lines, 2)
+	var ent struct {
+		Name      string
+		Seq       int
+		Size      int
+		MessageID string `json:"message_id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(lines[1]), &ent))
+	assert.Equal(t, "000000001.bin", ent.Name)
+	assert.Equal(t, 3, ent.Size)
+	assert.Regexp(t, `^[0-9a-f]{32}$`, ent.MessageID)
+
+	peek := ok(t, "", "spool", "peek", "-n", "2", "--json", spool).stdout
+	var msgs []struct {
+		Payload  string
+		Metadata map[string]string
+	}
+	for _, l := range strings.Split(strings.TrimSpace(peek), "\n") {
+		var m struct {
+			Payload  string
+			Metadata map[string]string
+		}
+		require.NoError(t, json.Unmarshal([]byte(l), &m))
+		msgs = append(msgs, m)
+	}
+	require.Len(t, msgs, 2)
+	assert.Equal(t, "one", msgs[0].Payload)
+	assert.Equal(t, "stdin", msgs[1].Metadata["source"])
+	assert.Len(t, payloadFiles(t, spool), 3, "peek consumed nothing")
+	assert.Contains(t, ok(t, "", "spool", "peek", spool).stdout, "==> 000000000.bin")
+}
+
+func TestMetrics(t *testing.T) {
+	spool := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+	cp := start(t, "copy", "--metrics-addr", addr, "--from", "dir-spool://"+spool+"?poll_interval=20ms", "--to", "file://"+filepath.Join(t.TempDir(), "out"))
+	ok(t, "1\n2\n3\n4\n5\n", "copy", "--from", "stdin://", "--to", "dir-spool://"+spool)
+	var body string
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		body = string(b)
+		return regexp.MustCompile(`(?m)^output_sent 5$`).MatchString(body)
+	}, 30*time.Second, 20*time.Millisecond)
+	for _, want := range []string{
+		"input_received 5", "input_received_bytes 5", "output_sent_bytes 5", "output_error 0",
+		"mqb_acks 5", "mqb_nacks 0", "mqb_retries 0", "output_latency_ns_count", `mqb_spool_backlog{path="` + spool + `",role="input"} 0`,
+	} {
+		assert.Contains(t, body, want)
+	}
+	assert.Regexp(t, `(?m)^output_batch_sent [1-5]$`, body)
+	cp.signal(t, syscall.SIGTERM)
+	assert.Equal(t, 143, cp.wait(t))
+}
+
+func TestDropZoneRoute(t *testing.T) {
+	dir := t.TempDir()
+	orders := exampleOrders(t)
+	zone := filepath.Join(dir, "zone")
+	ok(t, "", "copy", "--from", "file://"+orders+"?format=json", "--to", "dropzone://"+zone+"?format=json&roll_count=5&prefix=orders-")
+	var parts []string
+	for _, f := range files(t, zone) {
+		if !strings.HasPrefix(f, ".") {
+			parts = append(parts, f)
+		}
+	}
+	require.Len(t, parts, 3, "12 records rolled by 5")
+	out := filepath.Join(dir, "out.jsonl")
+	ok(t, "", "copy", "--drain", "--from", "dropzone://"+zone+"?format=json", "--to", "file://"+out+"?format=json")
+	assert.Equal(t, readFile(t, orders), readFile(t, out))
+	ok(t, "", "copy", "--drain", "--from", "dropzone://"+zone+"?format=json", "--to", "file://"+out+"?format=json")
+	assert.Equal(t, readFile(t, orders), readFile(t, out), "a second run reads no file again")
+}
+
+func TestVersionAndCompletion(t *testing.T) {
+	assert.Regexp(t, `^mqb \S+ go1\.\d+`, ok(t, "", "version").stdout)
+	for _, sh := range []string{"bash", "zsh", "fish", "powershell"} {
+		assert.Contains(t, ok(t, "", "completion", sh).stdout, "mqb")
+	}
+	r := run(t, "", "completion", "tcsh")
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stderr, `unknown shell "tcsh" (valid: bash, zsh, fish, powershell)`)
+}
+
+func TestLogFormatJSON(t *testing.T) {
+	r := ok(t, "x\n", "--log-format", "json", "copy", "--from", "stdin://", "--to", "stdout://")
+	assert.Equal(t, "x\n", r.stdout, "data on stdout only")
+	for _, l := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &m), l)
+		assert.Contains(t, m, "msg")
+	}
+}

@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/mqb-project/mqb/bridge"
+	"github.com/mqb-project/mqb/core"
+)
+
+// Exit codes.
+const (
+	ExitOK      = 0
+	ExitFailure = 1
+	ExitUsage   = 2
+)
+
+// usageError is a mistake in how the command was called: exit code 2.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usage(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &usageError{err}
+}
+
+// exitCode maps an error to the process exit code. sig is the number of
+// the signal that interrupted the command, 0 if none.
+func exitCode(err error, sig int) int {
+	var ue *usageError
+	switch {
+	case err == nil:
+		return ExitOK
+	case sig != 0 && errors.Is(err, bridge.ErrInterrupted):
+		return 128 + sig
+	case errors.As(err, &ue), errors.Is(err, bridge.ErrConfig), errors.Is(err, core.ErrInvalidOption):
+		return ExitUsage
+	}
+	return ExitFailure
+}
+
+// oneLine flattens an error message so that it prints as one line, with
+// every known password replaced.
+func oneLine(err error, secrets []string) string {
+	msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+	for _, s := range secrets {
+		if s != "" {
+			msg = strings.ReplaceAll(msg, s, "xxxxx")
+		}
+	}
+	return msg
+}

@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/mqb-project/mqb/bridge"
+	_ "github.com/mqb-project/mqb/bridge/all" // every built-in connector
+)
+
+// app is the state one run of the command shares between subcommands.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	env            *bridge.Env
+	logger         *slog.Logger
+
+	logLevel, logFormat string
+	logs                *switchWriter
+	secrets             []string // passwords seen in URLs, never printed
+	signal              atomic.Int32
+}
+
+// Main runs the mqb command with args (without the program name) and
+// returns the process exit code. SIGINT and SIGTERM stop a running route
+// cleanly (exit 130 or 143); a second signal exits at once.
+func Main(args []string) int {
+	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, env: bridge.DefaultEnv}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		for s := range sigs {
+			n := int(s.(syscall.Signal))
+			if !a.signal.CompareAndSwap(0, int32(n)) {
+				fmt.Fprintf(a.stderr, "mqb: second %v: exiting without settling\n", s)
+				os.Exit(128 + n)
+			}
+			cancel(fmt.Errorf("received %v", s))
+		}
+	}()
+	return a.run(ctx, args)
+}
+
+func (a *app) run(ctx context.Context, args []string) int {
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	err := root.ExecuteContext(ctx)
+	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {
+		err = usage(err)
+	}
+	if err != nil {
+		fmt.Fprintf(a.stderr, "mqb: %s\n", oneLine(err, a.secrets))
+	}
+	return exitCode(err, int(a.signal.Load()))
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "mqb",
+		Short: "Move messages through directory spools and between endpoints",
+		Long: `mqb moves messages between endpoints named by URL, such as a directory
+spool (dir-spool:///var/spool/orders), a file (file:///data/orders.jsonl?format=json),
+a drop-zone directory (dropzone:///data/incoming), stdin:// and stdout://.
+
+Data goes to standard output; logs, progress and errors to standard error.
+Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error,
+130 or 143 interrupted by SIGINT or SIGTERM.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return a.setupLogging()
+		},
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err) })
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	pf.StringVar(&a.logFormat, "log-format", "text", "log format on standard error: text or json")
+	root.AddCommand(a.copyCommand(), a.runCommand(), a.lintCommand(), a.spoolCommand(), a.versionCommand(), a.completionCommand(root))
+	showAllDefaults(root)
+	return root
+}
+
+func (a *app) setupLogging() error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(a.logLevel)); err != nil {
+		return usage(fmt.Errorf("--log-level %q: valid levels are debug, info, warn, error", a.logLevel))
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	a.logs = &switchWriter{base: a.stderr}
+	var h slog.Handler
+	switch a.logFormat {
+	case "text":
+		h = slog.NewTextHandler(a.logs, opts)
+	case "json":
+		h = slog.NewJSONHandler(a.logs, opts)
+	default:
+		return usage(fmt.Errorf("--log-format %q: valid formats are text, json", a.logFormat))
+	}
+	a.logger = slog.New(h)
+	a.env.Logger = a.logger
+	return nil
+}
+
+// rememberSecrets notes the password of every URL among raws so that no
+// error message prints it.
+func (a *app) rememberSecrets(raws ...string) {
+	for _, raw := range raws {
+		if u, err := url.Parse(raw); err == nil && u.User != nil {
+			if p, ok := u.User.Password(); ok && p != "" {
+				a.secrets = append(a.secrets, p, url.QueryEscape(p), url.PathEscape(p))
+			}
+		}
+	}
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// exactArgs is cobra.ExactArgs with a usage error naming what is expected.
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usage(fmt.Errorf("%s expects %s (got %d argument(s)); see %s --help", cmd.CommandPath(), what, len(args), cmd.CommandPath()))
+		}
+		return nil
+	}
+}
+
+// noArgs refuses stray arguments, which are usually a shell quoting slip.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		hint := ""
+		if strings.Contains(strings.Join(args, " "), "=") {
+			hint = " (quote URLs that contain & or ?)"
+		}
+		return usage(fmt.Errorf("%s takes no arguments, got %q%s", cmd.CommandPath(), args, hint))
+	}
+	return nil
+}
+
+var errNoRoute = errors.New("no route: give --from and --to, or --config ROUTE.yaml")

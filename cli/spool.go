@@ -1,0 +1,80 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mqb-project/mqb/bridge"
+	"github.com/mqb-project/mqb/bridge/connectors/dirspool"
+	"github.com/mqb-project/mqb/core"
+)
+
+func (a *app) spoolCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "spool",
+		Short: "Inspect a directory spool",
+		Long: `The spool commands look into a directory spool without changing it. SPOOL is
+an absolute path or a dir-spool URL; give the URL form when the spool uses
+other naming, sharding or extension options than the defaults:
+
+  mqb spool stat 'dir-spool:///var/spool/telemetry?naming_pattern={seq:012}&shard_depth=2&shard_width=3'`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usage(fmt.Errorf("unknown spool command %q (valid: stat, ls, peek, fields)", args[0]))
+			}
+			return usage(fmt.Errorf("spool needs a command: stat, ls, peek or fields"))
+		},
+		RunE: func(*cobra.Command, []string) error { return nil },
+	}
+	cmd.AddCommand(a.spoolStatCommand(), a.spoolLsCommand(), a.spoolPeekCommand(), a.spoolFieldsCommand())
+	return cmd
+}
+
+// spoolOptions turns a SPOOL argument into spool options.
+func (a *app) spoolOptions(arg string) (core.Options, error) {
+	if strings.Contains(arg, "://") {
+		a.rememberSecrets(arg)
+		r, err := a.env.Resolve(bridge.Endpoint{URL: arg})
+		if err != nil {
+			return core.Options{}, err
+		}
+		if r.Connector.Schema != core.SpoolSchema {
+			return core.Options{}, usage(fmt.Errorf("%s is not a directory spool (valid schemes: %s)", r.Display, strings.Join(core.SpoolSchemes, ", ")))
+		}
+		o, err := dirspool.Options(a.env, r.Values)
+		if err != nil {
+			return core.Options{}, &bridge.ConfigError{Where: r.Display, Err: err}
+		}
+		return o, nil
+	}
+	if !filepath.IsAbs(arg) {
+		abs, _ := filepath.Abs(arg)
+		return core.Options{}, usage(fmt.Errorf("spool path %q is relative: give an absolute path such as %s", arg, abs))
+	}
+	return core.DefaultOptions(filepath.Clean(arg)), nil
+}
+
+// openSpool opens the filesystem of a SPOOL argument for reading.
+func (a *app) openSpool(arg string) (core.Options, core.FS, func() error, error) {
+	o, err := a.spoolOptions(arg)
+	if err != nil {
+		return o, nil, nil, err
+	}
+	fsys, release, err := a.env.OpenSpoolFS(o, false)
+	if err != nil {
+		return o, nil, nil, err
+	}
+	return o, fsys, release, nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}

@@ -1,0 +1,173 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mqb-project/mqb/core"
+)
+
+type chunkInfo struct {
+	Name     string    `json:"name"`
+	Seq      uint64    `json:"seq"`
+	Modified time.Time `json:"modified"`
+}
+
+type claimInfo struct {
+	// Alive is true when a running process holds the claim now.
+	Alive   bool       `json:"alive"`
+	PID     int        `json:"pid,omitempty"`
+	Host    string     `json:"host,omitempty"`
+	Since   *time.Time `json:"since,omitempty"`
+	NextSeq *uint64    `json:"next_seq,omitempty"`
+}
+
+type statReport struct {
+	Spool      string           `json:"spool"`
+	Backend    string           `json:"backend"`
+	Chunks     int              `json:"chunks"`
+	Bytes      int64            `json:"bytes"`
+	Oldest     *chunkInfo       `json:"oldest,omitempty"`
+	Newest     *chunkInfo       `json:"newest,omitempty"`
+	Producer   *claimInfo       `json:"producer,omitempty"`
+	Consumer   *claimInfo       `json:"consumer,omitempty"`
+	Done       *core.DoneRecord `json:"done,omitempty"`
+	Tmp        int              `json:"tmp_files"`
+	Orphans    int              `json:"orphan_sidecars"`
+	Unexpected int              `json:"unexpected_files"`
+}
+
+func (a *app) spoolStatCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "stat SPOOL",
+		Short: "Show a spool's backlog, claims and DONE status",
+		Long: `stat shows how many chunks wait in a spool and how many payload bytes they
+hold, the oldest and newest chunk, who holds the PRODUCER and CONSUMER claims
+and whether that process is still alive, and the DONE sentinel's record.`,
+		Args: exactArgs(1, "one spool path or URL"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o, fsys, release, err := a.openSpool(args[0])
+			if err != nil {
+				return err
+			}
+			defer release()
+			rep, err := spoolStat(fsys, o)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), rep)
+			}
+			printStat(cmd, rep)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object")
+	return cmd
+}
+
+func spoolStat(fsys core.FS, o core.Options) (*statReport, error) {
+	st, err := core.Scan(fsys, o)
+	if err != nil {
+		return nil, fmt.Errorf("spool %s: scan: %w", o.Path, err)
+	}
+	rep := &statReport{Spool: o.Path, Backend: o.Backend, Chunks: st.Chunks, Bytes: st.Bytes, Tmp: st.Tmp, Orphans: st.Orphans, Unexpected: st.Unexpected}
+	info := func(name string, seq uint64) *chunkInfo {
+		ci := &chunkInfo{Name: name, Seq: seq}
+		if fi, err := fsys.Stat(name); err == nil {
+			ci.Modified = fi.ModTime().UTC()
+		}
+		return ci
+	}
+	if st.Chunks > 0 {
+		rep.Oldest, rep.Newest = info(st.Oldest, st.OldestSeq), info(st.Newest, st.NewestSeq)
+	}
+	for _, c := range []struct {
+		file string
+		dst  **claimInfo
+	}{{core.ProducerFile, &rep.Producer}, {core.ConsumerFile, &rep.Consumer}} {
+		h, held, err := core.ReadHolder(fsys, c.file)
+		if err != nil {
+			return nil, fmt.Errorf("spool %s: read %s claim: %w", o.Path, c.file, err)
+		}
+		if h == nil && !held {
+			continue
+		}
+		ci := &claimInfo{Alive: held}
+		if h != nil {
+			since := h.Since
+			ci.PID, ci.Host, ci.Since, ci.NextSeq = h.PID, h.Host, &since, h.NextSeq
+		}
+		*c.dst = ci
+	}
+	done, err := core.ReadDone(fsys)
+	switch {
+	case err == nil:
+		rep.Done = done
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("spool %s: read DONE: %w", o.Path, err)
+	}
+	return rep, nil
+}
+
+func printStat(cmd *cobra.Command, r *statReport) {
+	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	defer w.Flush()
+	fmt.Fprintf(w, "spool\t%s (backend %s)\n", r.Spool, r.Backend)
+	fmt.Fprintf(w, "backlog\t%d chunk(s), %s\n", r.Chunks, humanBytes(r.Bytes))
+	if r.Oldest != nil {
+		fmt.Fprintf(w, "oldest\t%s\t%s\n", r.Oldest.Name, r.Oldest.Modified.Format(time.RFC3339))
+		fmt.Fprintf(w, "newest\t%s\t%s\n", r.Newest.Name, r.Newest.Modified.Format(time.RFC3339))
+	}
+	claim := func(name string, c *claimInfo) {
+		switch {
+		case c == nil:
+			fmt.Fprintf(w, "%s\tnone\n", name)
+		case c.PID == 0:
+			fmt.Fprintf(w, "%s\theld by a process that has not recorded itself\n", name)
+		default:
+			state := "not running (claim free)"
+			if c.Alive {
+				state = "alive"
+			}
+			fmt.Fprintf(w, "%s\tpid %d on host %s since %s: %s\n", name, c.PID, c.Host, c.Since.Format(time.RFC3339), state)
+		}
+	}
+	claim("producer", r.Producer)
+	claim("consumer", r.Consumer)
+	if d := r.Done; d != nil {
+		line := fmt.Sprintf("%s: %d message(s)", d.Status, d.Count)
+		if d.LastSeq != nil {
+			line += fmt.Sprintf(", last seq %d", *d.LastSeq)
+		}
+		line += " at " + d.Time.Format(time.RFC3339)
+		if d.Error != "" {
+			line += ": " + d.Error
+		}
+		fmt.Fprintf(w, "done\t%s\n", line)
+	} else {
+		fmt.Fprintf(w, "done\tno DONE sentinel\n")
+	}
+	if r.Tmp+r.Orphans+r.Unexpected > 0 {
+		fmt.Fprintf(w, "other\t%d tmp file(s), %d orphan sidecar(s), %d unexpected file(s)\n", r.Tmp, r.Orphans, r.Unexpected)
+	}
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
