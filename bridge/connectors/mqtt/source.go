@@ -43,7 +43,8 @@ type Source struct {
 	online   atomic.Bool   // connected and subscribed
 	arrived  uint64        // deliveries numbered so far (ReadBatch only)
 
-	subscribed chan error // the first subscription's outcome
+	subscribed     chan error // the first subscription's outcome (buffered)
+	subscribedOnce atomic.Bool
 }
 
 // delivery is one message as the route sees it and as Paho gave it.
@@ -155,12 +156,13 @@ func (s *Source) subscribe(c paho.Client) {
 			}
 		}
 		s.online.Store(err == nil)
-		select {
-		case s.subscribed <- err:
+		switch {
+		case s.subscribedOnce.CompareAndSwap(false, true):
+			s.subscribed <- err // Connect waits for the first outcome
+		case err != nil:
+			s.log.Error("mqtt: subscribe after reconnect failed", "topic", s.cfg.topic, "error", err)
 		default:
-			if err != nil {
-				s.log.Error("mqtt: subscribe after reconnect failed", "topic", s.cfg.topic, "error", err)
-			}
+			s.log.Info("mqtt: reconnected and subscribed", "broker", s.cfg.broker, "topic", s.cfg.topic)
 		}
 	}()
 }

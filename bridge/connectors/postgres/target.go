@@ -277,7 +277,9 @@ func (t *Target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 	if err != nil {
 		if t.conn.IsClosed() || !isServerError(err) {
 			// The connection's state is unknown: start over on the next batch.
-			t.conn.Close(context.Background())
+			cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_ = t.conn.Close(cctx)
+			cancel()
 			t.conn = nil
 		}
 		err = t.errorf(err, "insert %d message(s) into %s", len(msgs), t.rel)
