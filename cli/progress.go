@@ -20,6 +20,7 @@ type progress struct {
 	p       *mpb.Progress
 	bar     *mpb.Bar
 	src     bridge.Progresser
+	known   bool // the bar has a total
 	written atomic.Int64
 	start   time.Time
 	quit    chan struct{}
@@ -31,10 +32,17 @@ func newProgress(w io.Writer, route *bridge.Route, logs *switchWriter) *progress
 	pr := &progress{start: time.Now(), quit: make(chan struct{}), logs: logs}
 	pr.p = mpb.New(mpb.WithOutput(w), mpb.WithWidth(32), mpb.WithRefreshRate(200*time.Millisecond))
 	pr.src, _ = route.Source.(bridge.Progresser)
-	total, unit := int64(-1), ""
-	if pr.src != nil {
-		_, total, unit = pr.src.Progress()
+	if logs != nil {
+		logs.set(pr.p) // log lines print above the bar
 	}
+	pr.wg.Add(1)
+	go pr.poll()
+	return pr
+}
+
+// addBar adds the bar once the source is connected and knows its total,
+// or a spinner when it does not.
+func (pr *progress) addBar(total int64, unit string) {
 	rate := decor.Any(func(decor.Statistics) string {
 		n := pr.written.Load()
 		secs := time.Since(pr.start).Seconds()
@@ -52,21 +60,16 @@ func newProgress(w io.Writer, route *bridge.Route, logs *switchWriter) *progress
 			mpb.PrependDecorators(decor.Name("copy", decor.WCSyncSpaceR), counters),
 			mpb.AppendDecorators(rate, decor.Name(" ETA "), decor.AverageETA(decor.ET_STYLE_GO)),
 		)
-	} else {
-		pr.bar = pr.p.New(0, mpb.SpinnerStyle(),
-			mpb.PrependDecorators(decor.Name("copy", decor.WCSyncSpaceR)),
-			mpb.AppendDecorators(rate, decor.Name(" "), decor.Elapsed(decor.ET_STYLE_GO)),
-		)
+		pr.known = true
+		return
 	}
-	if logs != nil {
-		logs.set(pr.p) // log lines print above the bar
-	}
-	pr.wg.Add(1)
-	go pr.poll(total >= 0)
-	return pr
+	pr.bar = pr.p.New(0, mpb.SpinnerStyle(),
+		mpb.PrependDecorators(decor.Name("copy", decor.WCSyncSpaceR)),
+		mpb.AppendDecorators(rate, decor.Name(" "), decor.Elapsed(decor.ET_STYLE_GO)),
+	)
 }
 
-func (pr *progress) poll(known bool) {
+func (pr *progress) poll() {
 	defer pr.wg.Done()
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
@@ -76,8 +79,18 @@ func (pr *progress) poll(known bool) {
 			return
 		case <-t.C:
 		}
-		if known {
-			done, _, _ := pr.src.Progress()
+		var done, total int64 = 0, -1
+		unit := ""
+		if pr.src != nil {
+			done, total, unit = pr.src.Progress()
+		}
+		if pr.bar == nil {
+			if total < 0 && time.Since(pr.start) < time.Second {
+				continue // the source may not be connected yet
+			}
+			pr.addBar(total, unit)
+		}
+		if pr.known {
 			pr.bar.SetCurrent(done)
 		}
 	}
@@ -87,10 +100,19 @@ func (pr *progress) poll(known bool) {
 func (pr *progress) stop() {
 	close(pr.quit)
 	pr.wg.Wait()
-	if pr.src != nil {
-		if done, total, _ := pr.src.Progress(); total >= 0 {
-			pr.bar.SetCurrent(done)
+	// mpb prints lines written through it (the route's last log lines) only
+	// at its next refresh: let one happen before it shuts down.
+	time.Sleep(250 * time.Millisecond)
+	if pr.bar == nil {
+		pr.p.Wait() // nothing was drawn
+		if pr.logs != nil {
+			pr.logs.set(nil)
 		}
+		return
+	}
+	if pr.known {
+		done, _, _ := pr.src.Progress()
+		pr.bar.SetCurrent(done)
 	}
 	if pr.bar.Current() > 0 || pr.written.Load() > 0 {
 		pr.bar.SetTotal(-1, true)

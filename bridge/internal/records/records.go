@@ -115,9 +115,9 @@ func NewReader(r io.Reader, format, name string, delimiter rune) *Reader {
 	return rd
 }
 
-// Offset returns how many input bytes have been consumed so far (read
-// ahead included), for progress displays.
-func (r *Reader) Offset() int64 { return r.br.n }
+// Offset returns about how many input bytes have been consumed so far, for
+// progress displays.
+func (r *Reader) Offset() int64 { return r.br.n - int64(r.buf.Buffered()) }
 
 func (r *Reader) malformed(line int, err error) error {
 	return &bridge.RecordError{Path: r.name, Line: line, Err: err}
