@@ -384,3 +384,55 @@ func (s *errSource) ReadBatch(ctx context.Context, max int) ([]*bridge.Message, 
 	}
 	return nil, nil, s.err
 }
+
+// blindSource never looks at its context while it has messages, like a
+// spool consumer with a backlog.
+type blindSource struct {
+	mu    sync.Mutex
+	next  int
+	acked int
+}
+
+func (s *blindSource) Connect(context.Context) error { return nil }
+func (s *blindSource) Close(context.Context) error   { return nil }
+func (s *blindSource) ReadBatch(_ context.Context, max int) ([]*bridge.Message, bridge.AckFunc, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*bridge.Message, max)
+	for i := range out {
+		out[i] = &bridge.Message{Payload: []byte(fmt.Sprint(s.next))}
+		s.next++
+	}
+	return out, func(_ context.Context, err error) error {
+		if err == nil {
+			s.mu.Lock()
+			s.acked += len(out)
+			s.mu.Unlock()
+		}
+		return nil
+	}, nil
+}
+
+func TestRouteStopsReadingOnInterruptWithABacklog(t *testing.T) {
+	src := &blindSource{}
+	ctx, cancel := context.WithCancel(context.Background())
+	tgt := &fakeTarget{src: &fakeSource{}}
+	tgt.fail = func(call int) error {
+		if call == 3 {
+			cancel()
+		}
+		return nil
+	}
+	r := &bridge.Route{Source: src, Target: tgt, BatchSize: 2, Logger: slog.New(slog.DiscardHandler)}
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, bridge.ErrInterrupted)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the route kept reading after its context ended")
+	}
+	assert.Equal(t, 3, tgt.calls, "no batch is read after the interrupt")
+	assert.Equal(t, 6, src.acked, "and every batch read was written and acknowledged")
+	assert.Equal(t, 6, src.next)
+}
