@@ -352,6 +352,20 @@ drain: true
 	}
 }
 
+// copy --config takes the route from a file; the flags given override it.
+func TestCopyConfigWithOverrides(t *testing.T) {
+	dir := t.TempDir()
+	in := writeFile(t, filepath.Join(dir, "in.txt"), "a\nb\nc\n")
+	fromFile, fromFlag := filepath.Join(dir, "from-file.txt"), filepath.Join(dir, "from-flag.txt")
+	route := writeFile(t, filepath.Join(dir, "route.yaml"), fmt.Sprintf("input: {file: {path: %q}}\noutput: {file: {path: %q}}\nbatch: {size: 1}\n", in, fromFile))
+	ok(t, "", "copy", "--config", route)
+	assert.Equal(t, "a\nb\nc\n", readFile(t, fromFile))
+	r := ok(t, "", "--log-format", "json", "copy", "--config", route, "--to", "file://"+fromFlag, "--batch-size", "2")
+	assert.Equal(t, "a\nb\nc\n", readFile(t, fromFlag))
+	assert.Contains(t, r.stderr, `"batch_size":2`)
+	assert.Equal(t, "a\nb\nc\n", readFile(t, fromFile), "the file's output was not used")
+}
+
 // SIGINT in the middle of a copy, then the same copy again: nothing lost,
 // nothing duplicated, claims released.
 func TestInterruptThenResume(t *testing.T) {
