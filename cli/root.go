@@ -82,7 +82,9 @@ a drop-zone directory (dropzone:///data/incoming), stdin:// and stdout://.
 
 Data goes to standard output; logs, progress and errors to standard error.
 Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error,
-130 or 143 interrupted by SIGINT or SIGTERM.`,
+130 or 143 interrupted by SIGINT or SIGTERM.
+
+URL schemes: ` + strings.Join(a.env.Schemes(), ", ") + `.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
