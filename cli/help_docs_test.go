@@ -70,18 +70,19 @@ func TestHelpShowsEveryDefault(t *testing.T) {
 // dir-spool field with its type, default and allowed values.
 func TestSpoolFieldsListsTheSchema(t *testing.T) {
 	out := runHelp(t, "spool", "fields")
+	page := schemadoc.Page{Schema: core.SpoolSchema, Allowed: schemadoc.SpoolAllowed}
 	lines := strings.Split(out, "\n")
 	for _, f := range core.SpoolSchema.Fields {
 		found := false
 		for _, line := range lines {
 			cols := strings.Fields(line)
 			if len(cols) >= 3 && cols[0] == f.Name && cols[1] == string(f.Type) && cols[2] == schemadoc.Default(f) {
-				found = strings.Contains(line, schemadoc.Allowed(f))
+				found = strings.Contains(line, page.AllowedText(f))
 				break
 			}
 		}
 		if !found {
-			t.Errorf("mqb spool fields: no line for %s %s %s %s", f.Name, f.Type, schemadoc.Default(f), schemadoc.Allowed(f))
+			t.Errorf("mqb spool fields: no line for %s %s %s %s", f.Name, f.Type, schemadoc.Default(f), page.AllowedText(f))
 		}
 		if !strings.Contains(strings.Join(strings.Fields(out), " "), f.Doc) {
 			t.Errorf("mqb spool fields: the description of %s is missing", f.Name)

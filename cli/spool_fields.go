@@ -33,15 +33,16 @@ table.`,
   mqb spool fields --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			page := schemadoc.Page{Schema: core.SpoolSchema, Allowed: schemadoc.SpoolAllowed}
 			if asJSON {
 				out := make([]fieldInfo, 0, len(core.SpoolSchema.Fields))
 				for _, f := range core.SpoolSchema.Fields {
 					out = append(out, fieldInfo{Name: f.Name, Type: string(f.Type), Default: f.Default, Required: f.Required,
-						Allowed: schemadoc.Allowed(f), Enum: f.Enum, Doc: f.Doc})
+						Allowed: page.AllowedText(f), Enum: f.Enum, Doc: f.Doc})
 				}
 				return writeJSON(a.stdout, out)
 			}
-			return schemadoc.WriteText(a.stdout, core.SpoolSchema, 80)
+			return schemadoc.WriteText(a.stdout, page, 80)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the fields as a JSON array")

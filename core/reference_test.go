@@ -39,16 +39,6 @@ var referenceExamples = map[string]string{
 	"dir_mode":           "0750",
 }
 
-// referenceAllowed describes the allowed values of the string fields, whose
-// type alone says too little. The refused settings below check the edges.
-var referenceAllowed = map[string]string{
-	"path":               "an absolute directory path",
-	"naming_pattern":     "`{seq:N}`, N from 1 to 19, then optional text without `/`, `\\`, `{`, `}` or `..`",
-	"payload_extension":  "`.` and a name, not ending in `.tmp`",
-	"metadata_extension": "empty, or `.` and a name, not ending in `.tmp`; neither extension may end with the other",
-	"backend":            "`os`, `memfs`, or a name a library user registered",
-}
-
 // refusedSettings are URL queries (or whole URLs, when they start with a
 // scheme) that the decoder must refuse, naming field. The page shows each
 // one with the error the code gives.
@@ -91,11 +81,11 @@ func referenceURL(f core.Field, value string) string {
 
 func TestReferencePage(t *testing.T) {
 	page := schemadoc.Page{Schema: core.SpoolSchema, URL: referenceURL,
-		Examples: referenceExamples, Allowed: referenceAllowed}
+		Examples: referenceExamples, Allowed: schemadoc.SpoolAllowed}
 
-	for name := range referenceAllowed {
+	for name := range schemadoc.SpoolAllowed {
 		if _, ok := core.SpoolSchema.Field(name); !ok {
-			t.Errorf("referenceAllowed describes %q, which is not a field", name)
+			t.Errorf("schemadoc.SpoolAllowed describes %q, which is not a field", name)
 		}
 	}
 	for name := range referenceExamples {

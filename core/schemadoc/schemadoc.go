@@ -237,14 +237,36 @@ func Splice(doc, generated string) (string, error) {
 	return doc[:i+len(Begin)] + "\n\n" + strings.TrimSpace(generated) + "\n\n" + doc[j:], nil
 }
 
-// WriteText writes the fields of s as aligned plain text for a terminal:
-// one line per field (name, type, default, allowed values) followed by its
-// description, indented and wrapped at width columns.
-func WriteText(w io.Writer, s *core.Schema, width int) error {
+// SpoolAllowed describes, in Markdown, the allowed values of the directory
+// spool's string fields, whose type alone says too little. The reference
+// page and `mqb spool fields` show it; core's TestReferencePage checks the
+// edges with settings that must be refused.
+var SpoolAllowed = map[string]string{
+	"path":               "an absolute directory path",
+	"naming_pattern":     "`{seq:N}`, N from 1 to 19, then optional text without `/`, `\\`, `{`, `}` or `..`",
+	"payload_extension":  "a suffix such as `.bin`: a dot and a name, not ending in `.tmp`",
+	"metadata_extension": "empty (no sidecars), or a suffix such as `.json`: a dot and a name, not ending in `.tmp`; neither extension may end with the other",
+	"backend":            "`os`, `memfs`, or a name a library user registered",
+}
+
+// AllowedText returns the allowed values of f as plain text: the page's
+// description when it has one, otherwise Allowed(f).
+func (p Page) AllowedText(f core.Field) string {
+	if a, ok := p.Allowed[f.Name]; ok {
+		return strings.ReplaceAll(a, "`", "")
+	}
+	return Allowed(f)
+}
+
+// WriteText writes the fields of p.Schema as aligned plain text for a
+// terminal: one line per field (name, type, default, allowed values)
+// followed by its description, indented and wrapped at width columns.
+func WriteText(w io.Writer, p Page, width int) error {
+	s := p.Schema
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "FIELD\tTYPE\tDEFAULT\tALLOWED")
 	for _, f := range s.Fields {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Name, f.Type, Default(f), Allowed(f))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", f.Name, f.Type, Default(f), p.AllowedText(f))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
