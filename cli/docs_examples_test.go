@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/mqb-project/mqb/bridge"
 	_ "github.com/mqb-project/mqb/bridge/all"
@@ -508,4 +509,103 @@ func checkYAMLBlock(t *testing.T, where, text string) {
 			t.Errorf("%s: endpoint %s: %v", where, ep, err)
 		}
 	}
+}
+
+// pendingPages are pages that other work will add; links to them are
+// reported, not failed, until they exist.
+var pendingPages = map[string]bool{
+	"docs/guide/benchmarks.md": true,
+	"docs/conformance.md":      true,
+}
+
+var (
+	linkRE    = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	headingRE = regexp.MustCompile(`^#{1,6}\s+(.*?)\s*#*$`)
+)
+
+// TestDocLinks checks that every relative link in README.md and docs/
+// points at a file that exists and, with a #fragment, at one of its
+// headings.
+func TestDocLinks(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	anchorCache := map[string]map[string]bool{}
+	anchorsOf := func(rel string) map[string]bool {
+		if a, ok := anchorCache[rel]; ok {
+			return a
+		}
+		a := map[string]bool{}
+		data, _ := os.ReadFile(filepath.Join(root, rel))
+		inCode := false
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "```") {
+				inCode = !inCode
+				continue
+			}
+			if m := headingRE.FindStringSubmatch(line); m != nil && !inCode {
+				base := githubAnchor(m[1])
+				id := base
+				for i := 1; a[id]; i++ {
+					id = fmt.Sprintf("%s-%d", base, i)
+				}
+				a[id] = true
+			}
+		}
+		anchorCache[rel] = a
+		return a
+	}
+	for _, rel := range docFiles(t, root) {
+		data, err := os.ReadFile(filepath.Join(root, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		inCode := false
+		for i, line := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "```") {
+				inCode = !inCode
+			}
+			if inCode {
+				continue
+			}
+			for _, m := range linkRE.FindAllStringSubmatch(line, -1) {
+				target := m[1]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				file, frag, _ := strings.Cut(target, "#")
+				dest := rel
+				if file != "" {
+					dest = filepath.ToSlash(filepath.Clean(filepath.Join(filepath.Dir(rel), file)))
+				}
+				where := fmt.Sprintf("%s:%d", rel, i+1)
+				if _, err := os.Stat(filepath.Join(root, dest)); err != nil {
+					if pendingPages[dest] {
+						t.Logf("%s: link to %s, which is not written yet", where, dest)
+						continue
+					}
+					t.Errorf("%s: link to %s: no such file", where, target)
+					continue
+				}
+				if frag != "" && strings.HasSuffix(dest, ".md") && !anchorsOf(dest)[frag] {
+					t.Errorf("%s: link to %s: %s has no heading with anchor #%s", where, target, dest, frag)
+				}
+			}
+		}
+	}
+}
+
+// githubAnchor returns the anchor GitHub gives a heading.
+func githubAnchor(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(heading) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
