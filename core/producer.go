@@ -349,6 +349,13 @@ func (p *Producer) syncDirs(dirs []string) error {
 	}
 	for _, d := range dirs {
 		if err := p.fsys.SyncDir(d); err != nil {
+			if d != "." && errors.Is(err, fs.ErrNotExist) {
+				// A consumer removes a shard directory only once it is
+				// empty: every chunk renamed into it was consumed
+				// already, and there is nothing left to make durable.
+				delete(p.madeDirs, d)
+				continue
+			}
 			return p.fail(p.errorf("sync directory %s: %w", d, err))
 		}
 	}
