@@ -1,0 +1,7 @@
+package conformance
+
+// Exported for the external tests only.
+var (
+	MakePayload  = makePayload
+	ParsePayload = parsePayload
+)

@@ -1,0 +1,456 @@
+package conformance_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	osfs "github.com/mqb-project/mqb/backend-os"
+	"github.com/mqb-project/mqb/core"
+)
+
+// Pairings of producers and consumers that are not in one process, on the
+// real filesystem: our producer and our consumer in two processes; an
+// external producer (sh, printf, mv) feeding our consumer; our producer
+// feeding an external consumer (sh, ls | sort, cat, rm).
+
+var pairings = []struct {
+	batch  int
+	policy string
+}{
+	{1, core.FsyncChunk}, {7, core.FsyncChunk}, {256, core.FsyncChunk},
+	{1, core.FsyncBatch}, {7, core.FsyncBatch}, {256, core.FsyncBatch},
+	{1, core.FsyncNone}, {7, core.FsyncNone}, {256, core.FsyncNone},
+}
+
+// TestProcessPair runs a producer process and a consumer process at the same
+// time on one spool: the consumer must get every message, in order, whole,
+// once, and end on the producer's DONE.
+func TestProcessPair(t *testing.T) {
+	const total = 400
+	for _, pc := range pairings {
+		t.Run(fmt.Sprintf("batch=%d/fsync=%s", pc.batch, pc.policy), func(t *testing.T) {
+			dir := t.TempDir()
+			layout := "naming_pattern={seq:06}&shard_depth=2&shard_width=2&fsync=" + pc.policy
+			c := startHelper(t, "consumer", helperParams{dir: dir, query: layout + "&stop_on_done=true", batch: pc.batch})
+			if err := c.opened(30 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+			p := startHelper(t, "producer", helperParams{dir: dir, query: layout + "&emit_done=success", count: total, batch: pc.batch})
+			if err := p.wait(60 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.wait(60 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+			var acked, got []string
+			for _, ev := range p.events() {
+				if ev[0] == "acked" {
+					acked = append(acked, ev[1]+" "+ev[2])
+				}
+			}
+			done := 0
+			for _, ev := range c.events() {
+				switch ev[0] {
+				case "got":
+					got = append(got, ev[1]+" "+ev[2])
+					if ev[3] != "1" {
+						t.Errorf("consumer got a torn payload: %v", ev)
+					}
+				case "done":
+					done++
+				}
+			}
+			var want []string
+			for i := range total {
+				want = append(want, fmt.Sprintf("%d %s", i, helperID(0, i)))
+			}
+			if !slices.Equal(acked, want) {
+				t.Errorf("producer acknowledged %d messages, not the %d in order", len(acked), total)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("consumer got %d messages, not the %d in order (first difference at %d)", len(got), total, firstDiff(got, want))
+			}
+			if done != total {
+				t.Errorf("consumer acked %d of %d", done, total)
+			}
+			fsys, err := osfs.New(dir, osfs.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fsys.Close()
+			o, _ := core.ParseURL("dir-spool://" + dir + "?" + layout)
+			if st, err := core.Scan(fsys, o); err != nil || st.Chunks+st.Tmp+st.Orphans != 0 {
+				t.Errorf("after the pair: %+v, %v", st, err)
+			}
+		})
+	}
+}
+
+func firstDiff(a, b []string) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+func needSh(t *testing.T) {
+	t.Helper()
+	if runtime.GOOS == "windows" {
+		t.Skip("needs a POSIX shell")
+	}
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("needs sh")
+	}
+}
+
+// TestExternalProducer feeds our consumer from a shell loop that knows
+// nothing of mqb but the naming: printf to a .tmp name, then mv.
+func TestExternalProducer(t *testing.T) {
+	needSh(t)
+	for _, tc := range []struct {
+		name, query, script string
+		total               int
+	}{
+		{"flat", "", `
+i=0
+while [ $i -lt $N ]; do
+  n=$(printf %09d $i)
+  printf 'external %d\000\377\n' $i > $n.bin.tmp && mv $n.bin.tmp $n.bin
+  i=$((i+1))
+done
+printf '{"status":"success"}\n' > DONE.tmp && mv DONE.tmp DONE
+`, 80},
+		{"sharded", "naming_pattern={seq:03}&shard_depth=1&shard_width=1", `
+i=0
+while [ $i -lt $N ]; do
+  d=$((i/100)); n=$(printf %02d $((i%100)))
+  mkdir -p $d
+  printf 'external %d\000\377\n' $i > $d/$n.bin.tmp && mv $d/$n.bin.tmp $d/$n.bin
+  i=$((i+1))
+done
+printf '{"status":"success"}\n' > DONE.tmp && mv DONE.tmp DONE
+`, 250},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			fsys, err := osfs.New(dir, osfs.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fsys.Close()
+			o, err := core.ParseURL("dir-spool://" + dir + "?stop_on_done=true&poll_interval=10ms&" + tc.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := core.OpenConsumer(fsys, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			sh := exec.Command("sh", "-c", tc.script)
+			sh.Dir = dir
+			sh.Env = append(os.Environ(), "N="+strconv.Itoa(tc.total))
+			var stderr bytes.Buffer
+			sh.Stderr = &stderr
+			if err := sh.Start(); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var got []*core.Delivery
+			for {
+				ds, err := c.Read(ctx, 10)
+				if errors.Is(err, core.ErrEnd) {
+					break
+				}
+				if err != nil {
+					t.Fatalf("Read after %d: %v", len(got), err)
+				}
+				got = append(got, ds...)
+				if err := c.Ack(ds...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := sh.Wait(); err != nil {
+				t.Fatalf("external producer: %v: %s", err, stderr.String())
+			}
+			if len(got) != tc.total {
+				t.Fatalf("consumer got %d messages, want %d", len(got), tc.total)
+			}
+			for i, d := range got {
+				if want := fmt.Sprintf("external %d\x00\xff\n", i); string(d.Payload) != want {
+					t.Fatalf("message %d is %q, want %q (order or bytes)", i, d.Payload, want)
+				}
+				if d.Seq != uint64(i) || d.MessageID != "" || len(d.Metadata) != 0 {
+					t.Errorf("message %d: seq %d id %q metadata %v", i, d.Seq, d.MessageID, d.Metadata)
+				}
+			}
+		})
+	}
+}
+
+// externalConsumer is a shell consumer that uses only ls | sort, cat and
+// rm on the spool (and sleep between looks that found nothing): each look
+// appends the payloads it found, in order, to OUT, then removes them and
+// their sidecars. It ends once DONE was there before a look that found
+// nothing.
+const externalConsumer = `
+cd "$SPOOL"
+while :; do
+  fin=0; [ -e DONE ] && fin=1
+  pay=""; side=""
+  for f in $(ls | LC_ALL=C sort); do
+    case $f in
+      *.bin) pay="$pay $f"; side="$side ${f%.bin}.json";;
+    esac
+  done
+  if [ -n "$pay" ]; then
+    cat $pay >> "$OUT" && rm $pay && rm -f $side || exit 1
+  else
+    [ $fin = 1 ] && exit 0
+    sleep 0.01
+  fi
+done
+`
+
+// TestExternalConsumer feeds a shell consumer from our producer while it
+// runs.
+func TestExternalConsumer(t *testing.T) {
+	needSh(t)
+	const total = 300
+	for _, pc := range pairings {
+		t.Run(fmt.Sprintf("batch=%d/fsync=%s", pc.batch, pc.policy), func(t *testing.T) {
+			dir := t.TempDir()
+			out := filepath.Join(t.TempDir(), "out")
+			fsys, err := osfs.New(dir, osfs.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fsys.Close()
+			o, err := core.ParseURL("dir-spool://" + dir + "?emit_done=success&fsync=" + pc.policy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sh := exec.Command("sh", "-c", externalConsumer)
+			sh.Env = append(os.Environ(), "SPOOL="+dir, "OUT="+out)
+			var stderr bytes.Buffer
+			sh.Stderr = &stderr
+			if err := sh.Start(); err != nil {
+				t.Fatal(err)
+			}
+			p, err := core.OpenProducer(fsys, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want bytes.Buffer
+			for i := 0; i < total; {
+				n := min(pc.batch, total-i)
+				msgs := make([]core.Message, n)
+				for k := range msgs {
+					msgs[k].Payload = fmt.Appendf(nil, "line %06d\n", i+k)
+					want.Write(msgs[k].Payload)
+				}
+				if k, err := p.Write(context.Background(), msgs); err != nil || k != n {
+					t.Fatalf("Write = %d, %v", k, err)
+				}
+				i += n
+			}
+			if err := p.Close(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- sh.Wait() }()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("external consumer: %v: %s", err, stderr.String())
+				}
+			case <-time.After(time.Minute):
+				sh.Process.Kill()
+				t.Fatal("external consumer did not finish")
+			}
+			got, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want.Bytes()) {
+				gl, wl := strings.Split(string(got), "\n"), strings.Split(want.String(), "\n")
+				t.Fatalf("external consumer read %d lines, want %d; first difference at line %d", len(gl)-1, len(wl)-1, firstDiff(gl, wl))
+			}
+			if st, err := core.Scan(fsys, o); err != nil || st.Chunks+st.Tmp+st.Orphans != 0 {
+				t.Errorf("after the external consumer: %+v, %v", st, err)
+			}
+		})
+	}
+}
+
+// TestKill SIGKILLs a producer process and a consumer process that run at
+// the same time, at random moments, many times, restarting each at once:
+// the claims must be free right after death, no acknowledged message may
+// be lost or torn, sequence numbers never reused, and a message is
+// delivered twice only if the consumer that first got it died before its
+// Ack returned.
+func TestKill(t *testing.T) {
+	kills := 30 // of each role
+	if longMode() {
+		kills = 150
+	}
+	if testing.Short() {
+		kills = 5
+	}
+	dir := t.TempDir()
+	layout := "naming_pattern={seq:06}&shard_depth=2&shard_width=2&poll_interval=20ms"
+	policies := []string{core.FsyncChunk, core.FsyncBatch, core.FsyncNone}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	gen := 0
+	var producers, consumers []*helper
+	startP := func() *helper {
+		gen++
+		h := startHelper(t, "producer", helperParams{dir: dir, gen: gen, query: layout + "&fsync=" + policies[gen%3],
+			batch: []int{1, 7, 32}[gen%3], pace: time.Millisecond})
+		producers = append(producers, h)
+		return h
+	}
+	startC := func(exit bool) *helper {
+		gen++
+		h := startHelper(t, "consumer", helperParams{dir: dir, gen: gen, query: layout + "&fsync=" + policies[gen%3],
+			batch: []int{1, 5, 16}[gen%3], exit: exit})
+		consumers = append(consumers, h)
+		return h
+	}
+	var openWait time.Duration
+	restart := func(start func() *helper, role string) *helper {
+		t0 := time.Now()
+		h := start()
+		if err := h.opened(30 * time.Second); err != nil {
+			t.Fatalf("right after a %s was killed: %v", role, err)
+		}
+		openWait = max(openWait, time.Since(t0))
+		return h
+	}
+	p := restart(startP, "producer")
+	c := restart(func() *helper { return startC(false) }, "consumer")
+	for k := range 2 * kills {
+		time.Sleep(time.Duration(5+rng.IntN(60)) * time.Millisecond)
+		if k%2 == 0 {
+			p.kill()
+			p = restart(startP, "producer")
+		} else {
+			c.kill()
+			c = restart(func() *helper { return startC(false) }, "consumer")
+		}
+	}
+	if err := p.finish(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	c.kill()
+	last := restart(func() *helper { return startC(true) }, "consumer")
+	if err := last.wait(2 * time.Minute); err != nil {
+		t.Fatal(err)
+	}
+
+	// What the producers acknowledged: sequence -> id, never two ids for one
+	// sequence.
+	acked := map[uint64]string{}
+	gens := map[int]*helper{}
+	for _, h := range producers {
+		gens[h.gen] = h
+		for _, ev := range h.events() {
+			if ev[0] != "acked" {
+				continue
+			}
+			seq, _ := strconv.ParseUint(ev[1], 10, 64)
+			if prev, ok := acked[seq]; ok {
+				t.Errorf("sequence %d acknowledged for %s and again for %s: a number was reused", seq, prev, ev[2])
+			}
+			acked[seq] = ev[2]
+		}
+	}
+	// What the consumers delivered, in order per process.
+	type delivery struct {
+		c    *helper
+		id   string
+		done bool
+	}
+	deliveries := map[uint64][]delivery{}
+	unacked := 0 // delivered messages that no producer acknowledged (in flight at a producer's death)
+	for _, h := range consumers {
+		var prev uint64
+		n := 0
+		doneSeq := map[uint64]bool{}
+		for _, ev := range h.events() {
+			if ev[0] == "done" {
+				s, _ := strconv.ParseUint(ev[1], 10, 64)
+				doneSeq[s] = true
+			}
+		}
+		for _, ev := range h.events() {
+			if ev[0] != "got" {
+				continue
+			}
+			seq, _ := strconv.ParseUint(ev[1], 10, 64)
+			if ev[3] != "1" {
+				t.Errorf("consumer %d got a torn or foreign payload at %d: %v", h.gen, seq, ev)
+			}
+			if n > 0 && seq <= prev {
+				t.Errorf("consumer %d delivered %d after %d: out of order", h.gen, seq, prev)
+			}
+			prev, n = seq, n+1
+			if id, ok := acked[seq]; ok && id != ev[2] {
+				t.Errorf("sequence %d delivered as %s but acknowledged as %s", seq, ev[2], id)
+			} else if !ok {
+				var g int
+				fmt.Sscanf(ev[2], "g%d-", &g)
+				if ph := gens[g]; ph == nil || !ph.killed {
+					t.Errorf("%s delivered at %d: no producer that died in flight wrote it", ev[2], seq)
+				}
+				unacked++
+			}
+			deliveries[seq] = append(deliveries[seq], delivery{c: h, id: ev[2], done: doneSeq[seq]})
+		}
+	}
+	lost := 0
+	for seq, id := range acked {
+		if len(deliveries[seq]) == 0 {
+			lost++
+			if lost <= 5 {
+				t.Errorf("%s (sequence %d) was acknowledged by its producer and never delivered", id, seq)
+			}
+		}
+	}
+	dups := 0
+	for seq, ds := range deliveries {
+		for _, d := range ds[:len(ds)-1] {
+			dups++
+			if d.done || !d.c.killed {
+				t.Errorf("sequence %d delivered again after consumer %d acked it (killed %v, ack returned %v)", seq, d.c.gen, d.c.killed, d.done)
+			}
+		}
+	}
+	fsys, err := osfs.New(dir, osfs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fsys.Close()
+	o, _ := core.ParseURL("dir-spool://" + dir + "?" + layout)
+	st, err := core.Scan(fsys, o)
+	if err != nil || st.Chunks != 0 || st.Tmp != 0 {
+		t.Errorf("after the last consumer drained: %+v, %v", st, err)
+	}
+	t.Logf("%d SIGKILLs (%d producers, %d consumers); %d messages acknowledged, %d deliveries, %d duplicates of in-flight deliveries, %d delivered that a dying producer had not acknowledged, %d orphan sidecars left; slowest restart to open %v",
+		2*kills+1, len(producers), len(consumers), len(acked), len(deliveries)+dups, dups, unacked, st.Orphans, openWait.Round(time.Millisecond))
+}
