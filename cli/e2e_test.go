@@ -645,3 +645,25 @@ func TestLogFormatJSON(t *testing.T) {
 		assert.Contains(t, m, "msg")
 	}
 }
+
+func TestConformanceOnADirectory(t *testing.T) {
+	dir := t.TempDir()
+	r := ok(t, "", "conformance", "--run", "^(RenameNoReplace|ClaimExclusive|Layout_DocsExample)$", dir)
+	assert.Regexp(t, `(?m)^PASS\tRenameNoReplace\t`, r.stdout)
+	assert.Regexp(t, `(?m)^PASS\tClaimExclusive\t`, r.stdout)
+	assert.Regexp(t, `(?m)^PASS\tLayout_DocsExample\t`, r.stdout)
+	assert.Equal(t, 3, strings.Count(r.stdout, "PASS"))
+	left, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, left, "the work directory is removed")
+
+	r = ok(t, "", "conformance", "--json", "--run", "^RenameNoReplace$", dir)
+	var res struct{ Name, Status string }
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &res))
+	assert.Equal(t, "RenameNoReplace", res.Name)
+	assert.Equal(t, "PASS", res.Status)
+
+	bad := run(t, "", "conformance", "--run", "(", dir)
+	assert.Equal(t, 2, bad.code)
+	assert.Contains(t, bad.stderr, "--run: error parsing regexp")
+}

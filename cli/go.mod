@@ -37,9 +37,10 @@ require (
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/mattn/go-runewidth v0.0.30 // indirect
 	github.com/mqb-project/mqb/backend-memfs v0.0.0 // indirect
-	github.com/mqb-project/mqb/backend-os v0.0.0 // indirect
+	github.com/mqb-project/mqb/backend-os v0.0.0
 	github.com/mqb-project/mqb/bench v0.0.0
 	github.com/mqb-project/mqb/bridge v0.0.0
+	github.com/mqb-project/mqb/conformance v0.0.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
@@ -59,3 +60,5 @@ replace github.com/mqb-project/mqb/backend-os => ../backend-os
 replace github.com/mqb-project/mqb/backend-memfs => ../backend-memfs
 
 replace github.com/mqb-project/mqb/bench => ../bench
+
+replace github.com/mqb-project/mqb/conformance => ../conformance
