@@ -550,14 +550,15 @@ func checkPathValidation(t TB, e *env) {
 	}
 }
 
-func (e *env) sharedLocks(t TB) {
+// skipIfSharedLocks skips checks that need two conflicting claims in one process.
+func (e *env) skipIfSharedLocks(t TB) {
 	if e.cfg.SharedLocks {
 		t.Skipf("Config.SharedLocks: claims do not conflict within one process on this FS")
 	}
 }
 
 func checkClaimExclusive(t TB, e *env) {
-	e.sharedLocks(t)
+	e.skipIfSharedLocks(t)
 	fsys := e.newFS()
 	c1, err := fsys.Lock("PRODUCER")
 	noErr(t, "Lock", err)
@@ -586,7 +587,7 @@ func checkClaimExclusive(t TB, e *env) {
 }
 
 func checkClaimRace(t TB, e *env) {
-	e.sharedLocks(t)
+	e.skipIfSharedLocks(t)
 	fsys := e.newFS()
 	const workers = 8
 	for round := range 20 {
@@ -624,7 +625,7 @@ func checkClaimRace(t TB, e *env) {
 }
 
 func checkClaimReleased(t TB, e *env) {
-	e.sharedLocks(t)
+	e.skipIfSharedLocks(t)
 	fsys := e.newFS()
 	for i := range 5 {
 		c, err := fsys.Lock("PRODUCER")

@@ -203,7 +203,7 @@ func chunkFiles(names []string) []string {
 	return out
 }
 
-// readCtx reads one batch, failing t when nothing comes within d.
+// readBatch reads one batch, failing t when nothing comes within d.
 func readBatch(t TB, e *env, c *core.Consumer, max int, d time.Duration) []*core.Delivery {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(e.ctx, d)

@@ -41,7 +41,7 @@ func TestProcessPair(t *testing.T) {
 	const total = 400
 	for _, pc := range pairings {
 		t.Run(fmt.Sprintf("batch=%d/fsync=%s", pc.batch, pc.policy), func(t *testing.T) {
-			dir := t.TempDir()
+			dir := scratchDir(t)
 			layout := "naming_pattern={seq:06}&shard_depth=2&shard_width=2&fsync=" + pc.policy
 			c := startHelper(t, "consumer", helperParams{dir: dir, query: layout + "&stop_on_done=true", batch: pc.batch})
 			if err := c.opened(30 * time.Second); err != nil {
@@ -146,7 +146,7 @@ printf '{"status":"success"}\n' > DONE.tmp && mv DONE.tmp DONE
 `, 250},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
+			dir := scratchDir(t)
 			fsys, err := osfs.New(dir, osfs.Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -234,7 +234,7 @@ func TestExternalConsumer(t *testing.T) {
 	const total = 300
 	for _, pc := range pairings {
 		t.Run(fmt.Sprintf("batch=%d/fsync=%s", pc.batch, pc.policy), func(t *testing.T) {
-			dir := t.TempDir()
+			dir := scratchDir(t)
 			out := filepath.Join(t.TempDir(), "out")
 			fsys, err := osfs.New(dir, osfs.Options{})
 			if err != nil {
@@ -312,10 +312,12 @@ func TestKill(t *testing.T) {
 	if testing.Short() {
 		kills = 5
 	}
-	dir := t.TempDir()
+	dir := scratchDir(t)
 	layout := "naming_pattern={seq:06}&shard_depth=2&shard_width=2&poll_interval=20ms"
 	policies := []string{core.FsyncChunk, core.FsyncBatch, core.FsyncNone}
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	seed := time.Now().UnixNano()
+	t.Logf("kill timing seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 7))
 	gen := 0
 	var producers, consumers []*helper
 	startP := func() *helper {

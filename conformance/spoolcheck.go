@@ -1023,7 +1023,7 @@ func checkRecovery(t TB, e *env) {
 }
 
 func checkClaimsEnforced(t TB, e *env) {
-	e.sharedLocks(t)
+	e.skipIfSharedLocks(t)
 	fsys := e.newFS()
 	o := spoolOptions(t, "")
 	p, err := core.OpenProducer(fsys, o)
