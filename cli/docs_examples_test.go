@@ -41,7 +41,39 @@ import (
 // MQB_REQUIRE_SERVICES=1.
 
 // sandboxPrefixes are the absolute directories that examples may use.
-var sandboxPrefixes = []string{"/var/spool", "/var/lib/mqb", "/data", "/etc/mqb", "/srv"}
+var sandboxPrefixes = []string{"/var/spool", "/var/lib/mqb", "/data", "/etc/mqb", "/srv", "/tmp"}
+
+// The ways the README gets an mqb command, all replaced by the binary under
+// test: go run ./cli/cmd/mqb, go build -o bin/mqb ./cli/cmd/mqb, bin/mqb.
+var (
+	goRunMQB   = regexp.MustCompile(`\bgo run \./cli/cmd/mqb\b`)
+	goBuildMQB = regexp.MustCompile(`(?m)^\s*go build -o bin/mqb \./cli/cmd/mqb\s*$`)
+	binMQB     = regexp.MustCompile(`(^|[\s;&|(])bin/mqb\b`)
+)
+
+// rewriteMQB makes every way of running mqb run the binary under test.
+func rewriteMQB(script string) string {
+	script = goBuildMQB.ReplaceAllString(script, "true # mqb is built by the test")
+	script = goRunMQB.ReplaceAllString(script, "mqb")
+	return binMQB.ReplaceAllString(script, "${1}mqb")
+}
+
+// onlyGoTest reports whether every command of a block runs go test: the
+// test suite itself, which is not run from inside it.
+func onlyGoTest(text string) bool {
+	n := 0
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if !strings.HasPrefix(line, "go test ") {
+			return false
+		}
+		n++
+	}
+	return n > 0
+}
 
 // blockTimeout bounds one example block.
 const blockTimeout = 60 * time.Second
@@ -155,13 +187,13 @@ func TestDocExamples(t *testing.T) {
 		blocks := parseBlocks(t, root, rel)
 		t.Run(rel, func(t *testing.T) {
 			t.Parallel()
-			runPage(t, bin, blocks)
+			runPage(t, root, bin, blocks)
 		})
 	}
 }
 
 // runPage runs the blocks of one page in order in one sandbox.
-func runPage(t *testing.T, bin string, blocks []docBlock) {
+func runPage(t *testing.T, root, bin string, blocks []docBlock) {
 	sandbox := t.TempDir()
 	for _, p := range sandboxPrefixes {
 		if err := os.MkdirAll(filepath.Join(sandbox, p), 0o755); err != nil {
@@ -173,11 +205,18 @@ func runPage(t *testing.T, bin string, blocks []docBlock) {
 			t.Fatal(err)
 		}
 	}
+	// Pages such as the README run from the repository root and read
+	// examples/: give the sandbox a copy.
+	if err := os.CopyFS(filepath.Join(sandbox, "examples"), os.DirFS(filepath.Join(root, "examples"))); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
 	for _, b := range blocks {
 		where := fmt.Sprintf("%s:%d", b.file, b.line)
 		switch {
 		case b.notRun != "":
 			t.Logf("%s: not run: %s", where, b.notRun)
+		case runnableLangs[b.lang] && onlyGoTest(b.text):
+			t.Logf("%s: not run: it runs the test suite itself", where)
 		case runnableLangs[b.lang]:
 			if !runShellBlock(t, bin, sandbox, where, b.text) {
 				return // later blocks build on this one
@@ -412,7 +451,7 @@ var rmRE = regexp.MustCompile(`(?m)(?:^|[;&|]\s*)rm\s+([^;&|\n]*)`)
 // runShellBlock runs one block with bash; it reports whether it passed.
 func runShellBlock(t *testing.T, bin, sandbox, where, text string) bool {
 	t.Helper()
-	script := rewritePaths(text, sandbox)
+	script := rewriteMQB(rewritePaths(text, sandbox))
 	script, need := rewriteServers(script)
 	for _, m := range rmRE.FindAllStringSubmatch(script, -1) {
 		for _, arg := range strings.Fields(m[1]) {
