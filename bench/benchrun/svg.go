@@ -83,7 +83,7 @@ func (r *Report) WriteSVG(w io.Writer) error {
 	}
 	groupW := float64(maxBars)*(barW+barGap) - barGap
 	plotW := float64(maxGroups)*(groupW+groupGap) + groupGap
-	width := left + plotW + right
+	width := math.Max(left+plotW+right, 620) // room for the title lines
 	height := top + float64(max(1, len(panels)))*(plotH+panelGap) + 10
 	y := func(v float64) float64 {
 		if v <= 0 {
