@@ -128,6 +128,9 @@ func (p *Producer) recover(prev *Holder) error {
 	if p.syncing() {
 		for dir := range touched {
 			if err := p.fsys.SyncDir(dir); err != nil {
+				if dir != "." && errors.Is(err, fs.ErrNotExist) {
+					continue // emptied by the cleanup and removed by a consumer
+				}
 				return p.errorf("sync %s after recovery: %w", dir, err)
 			}
 		}
