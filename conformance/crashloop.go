@@ -96,6 +96,10 @@ func checkPowerCut(t TB, e *env, q string) {
 		note = fmt.Sprintf("; allowed by %s: %d acknowledged messages lost, %d torn payloads, %d torn sidecars, %d consumed messages back",
 			q, lost, torn, tornSidecars, resurrected)
 	}
-	t.Logf("%s: %d crash points explored (%d seeds, every %d ops plus random ones, keeping %v of unsynced changes)%s",
-		q, points, seeds, stride, keeps, note)
+	every := "before every operation"
+	if stride > 1 {
+		every = fmt.Sprintf("before every %dth operation and %.0f%% of the others", stride, random*100)
+	}
+	t.Logf("%s: %d crash points explored (%d seeds, %s, keeping %v of the unsynced changes)%s",
+		q, points, seeds, every, keeps, note)
 }
