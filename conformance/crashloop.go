@@ -47,7 +47,7 @@ func checkPowerCut(t TB, e *env, q string) {
 		seeds, total, stride, random = 6, 40, 1, 0
 		keeps = []float64{0, 0.2, 0.5, 0.8, 1}
 	}
-	var points, lost, torn, tornSidecars, resurrected, failures int
+	var points, states, lost, torn, tornSidecars, resurrected, failures int
 	for s := range seeds {
 		layout := "&shard_depth=2&shard_width=1&naming_pattern={seq:04}"
 		if s%2 == 1 {
@@ -68,10 +68,11 @@ func checkPowerCut(t TB, e *env, q string) {
 			if e.ctx.Err() != nil {
 				t.Fatalf("canceled after %d crash points", points)
 			}
+			points++
 			for _, keep := range keeps {
 				after := crash(seed<<20+int64(n), keep)
 				rep, errs := verifyReopen(e.ctx, after, o, w.m, powerCutRules(o, keep))
-				points++
+				states++
 				lost += rep.lost
 				torn += rep.torn
 				tornSidecars += rep.tornSidecars
@@ -91,6 +92,7 @@ func checkPowerCut(t TB, e *env, q string) {
 		}
 	}
 	atomic.AddInt64(&e.stats.CrashPoints, int64(points))
+	atomic.AddInt64(&e.stats.CrashStates, int64(states))
 	note := ""
 	if lost+torn+tornSidecars+resurrected > 0 {
 		note = fmt.Sprintf("; allowed by %s: %d acknowledged messages lost, %d torn payloads, %d torn sidecars, %d consumed messages back",
@@ -100,6 +102,6 @@ func checkPowerCut(t TB, e *env, q string) {
 	if stride > 1 {
 		every = fmt.Sprintf("before every %dth operation and %.0f%% of the others", stride, random*100)
 	}
-	t.Logf("%s: %d crash points explored (%d seeds, %s, keeping %v of the unsynced changes)%s",
-		q, points, seeds, every, keeps, note)
+	t.Logf("%s: %d crash points explored, %d crashed states reopened (%d seeds, %s, keeping %v of the unsynced changes)%s",
+		q, points, states, seeds, every, keeps, note)
 }

@@ -85,10 +85,11 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Stats counts what the durability loops explored.
-type Stats struct {
+// loopStats counts what the durability loops explored.
+type loopStats struct {
 	FaultsInjected int64 // operations failed on purpose by FaultInjection
-	CrashPoints    int64 // power-cut states reopened by PowerCut
+	CrashPoints    int64 // operations before which PowerCut took power-cut states
+	CrashStates    int64 // power-cut states PowerCut reopened and checked
 }
 
 // env is what a check gets besides its TB.
@@ -96,7 +97,7 @@ type env struct {
 	ctx   context.Context // canceled when the check times out
 	cfg   Config
 	newFS func() core.FS // a fresh, empty FS; fails the check on error
-	stats *Stats
+	stats *loopStats
 }
 
 // check is one named conformance check.
@@ -117,7 +118,7 @@ func Run(t *testing.T, newFS func(t *testing.T) core.FS) {
 func RunConfig(t *testing.T, cfg Config, newFS func(t *testing.T) core.FS) {
 	t.Helper()
 	cfg = cfg.withDefaults()
-	stats := &Stats{}
+	stats := &loopStats{}
 	for _, c := range allChecks() {
 		if !cfg.selects(c.name) {
 			continue
@@ -140,8 +141,8 @@ func RunConfig(t *testing.T, cfg Config, newFS func(t *testing.T) core.FS) {
 			c.fn(t, e)
 		})
 	}
-	t.Logf("conformance summary: %d faults injected, %d crash points explored (long=%v, seed=%d)",
-		atomic.LoadInt64(&stats.FaultsInjected), atomic.LoadInt64(&stats.CrashPoints), cfg.Long, cfg.Seed)
+	t.Logf("conformance summary: %d faults injected, %d crash points explored (%d crashed states reopened) (long=%v, seed=%d)",
+		atomic.LoadInt64(&stats.FaultsInjected), atomic.LoadInt64(&stats.CrashPoints), atomic.LoadInt64(&stats.CrashStates), cfg.Long, cfg.Seed)
 }
 
 // Result is the outcome of one check run by Check.
@@ -166,7 +167,7 @@ func Check(ctx context.Context, newFS func() (core.FS, error)) []Result {
 // CheckConfig is Check with a Config.
 func CheckConfig(ctx context.Context, cfg Config, newFS func() (core.FS, error)) []Result {
 	cfg = cfg.withDefaults()
-	stats := &Stats{}
+	stats := &loopStats{}
 	var out []Result
 	for _, c := range allChecks() {
 		if !cfg.selects(c.name) {
@@ -182,7 +183,7 @@ func CheckConfig(ctx context.Context, cfg Config, newFS func() (core.FS, error))
 }
 
 // runOne runs c in its own goroutine on a runnerT.
-func runOne(parent context.Context, cfg Config, stats *Stats, c check, newFS func() (core.FS, error)) Result {
+func runOne(parent context.Context, cfg Config, stats *loopStats, c check, newFS func() (core.FS, error)) Result {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	r := &runnerT{name: c.name}
