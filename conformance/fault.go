@@ -22,6 +22,7 @@ type InjectedError struct {
 	Nth   int           // which operation of its kind it was, counting from 0 when the FaultFS was made
 }
 
+// Error says which operation failed and with what.
 func (e *InjectedError) Error() string {
 	return fmt.Sprintf("%v (injected into %s #%d)", e.Errno, e.Op.Kind, e.Nth)
 }

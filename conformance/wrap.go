@@ -35,7 +35,8 @@ const (
 var opNames = [numOpKinds]string{"create", "open", "read", "write", "sync", "close", "rename", "remove",
 	"mkdir", "readdir", "stat", "dirsync", "lock", "release", "watch"}
 
-// String returns the short name of k, as used in subtest names and errors.
+// String returns the short name of k (create, dirsync, ...), as used in
+// errors and logs.
 func (k OpKind) String() string {
 	if k >= 0 && k < numOpKinds {
 		return opNames[k]
