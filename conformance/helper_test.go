@@ -1,3 +1,5 @@
+//go:build linux
+
 package conformance_test
 
 import (
@@ -33,7 +35,7 @@ import (
 //	got <seq> <id> <0|1>      consumer: delivered; 1 if the payload is whole
 //	done <seq>                consumer: Ack returned for this message
 //	end                       finished normally (exit 0)
-const helperEnv = "MQB_CONFORMANCE_HELPER"
+func init() { helperMain = runHelper }
 
 type helperParams struct {
 	dir   string
