@@ -26,7 +26,9 @@ type HandoffConfig struct {
 	// option's default.
 	PollInterval time.Duration
 	// MaxGap bounds the random pause before each message, so that writes
-	// do not line up with the poll timer; default 2ms.
+	// arrive at random moments of the consumer's wait; default 2ms with
+	// wake-ups and PollInterval when polling (so a poll-mode figure is that
+	// of messages arriving at random times, not right after a poll).
 	MaxGap time.Duration
 }
 
@@ -76,6 +78,9 @@ func Handoff(ctx context.Context, cfg HandoffConfig) (HandoffResult, error) {
 	}
 	if cfg.MaxGap <= 0 {
 		cfg.MaxGap = 2 * time.Millisecond
+		if !cfg.Wake {
+			cfg.MaxGap = cfg.PollInterval
+		}
 	}
 	res := HandoffResult{Mode: "poll", Backend: cfg.Backend, Fsync: cfg.Fsync, Count: cfg.Count, PollIntervalMs: msOf(cfg.PollInterval)}
 	if cfg.Wake {
