@@ -114,7 +114,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			for i, k := range keys {
 				parts[i] = fmt.Sprintf("%s %s", strings.TrimPrefix(k, RawArmPrefix+"/"), fmtRate(x.RawStrategies[k]))
 			}
-			notes = append(notes, fmt.Sprintf("  %s %s batch=%d: %s", x.Op, x.Fsync, x.BatchSize, strings.Join(parts, ", ")))
+			notes = append(notes, fmt.Sprintf("  %s %s: %s", x.Op, x.Name, strings.Join(parts, ", ")))
 		}
 	}
 	if len(notes) > 0 {
