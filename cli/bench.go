@@ -1,0 +1,259 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mqb-project/mqb/bench/benchrun"
+	"github.com/mqb-project/mqb/bridge"
+	"github.com/mqb-project/mqb/core"
+)
+
+func (a *app) benchCommand() *cobra.Command {
+	var (
+		dir, svgFile                string
+		fsyncs, sizes, ops, layouts []string
+		backends, sidecars          []string
+		batches, scale              []int
+		count, rounds, handoffCount int
+		asJSON, handoff             bool
+		scalePayload                string
+	)
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure spool throughput on your filesystem against raw system calls",
+		Long: `bench measures how fast a directory spool produces and drains messages on
+the filesystem holding --dir, for each fsync policy and batch size, and runs
+the same file operations with bare system calls in the same rounds (one batch
+of each in turn) so that the ratio to that raw baseline holds on a busy
+machine. It works in a fresh subdirectory of --dir and removes it.
+
+Columns: msgs/s and MB/s (payload) are medians over --rounds; p50/p99 are
+per-batch latencies (one Producer.Write, or one Read plus Ack); "x raw" is
+spool msgs/s over raw msgs/s. For fsync=batch the raw baseline is the fastest
+of three strategies: an fsync per file, all fsyncs issued at once, and one
+syncfs per batch.
+
+--scale N,... instead fills and drains backlogs of N messages (sharded, or
+each --layout given) and reports the per-message cost, the time to the first
+delivery (listing) and the draining peak RSS; --handoff measures
+the latency from a producer's write to a waiting consumer's delivery, with
+wake-ups and with polling.`,
+		Example: `  mqb bench --dir /var/spool
+  mqb bench --dir /var/spool --fsync batch,chunk --batch-size 1,256 --size 1KiB,64KiB --json
+  mqb bench --dir /mnt/fast --svg bench.svg
+  mqb bench --dir /var/spool --scale 10000,100000
+  mqb bench --dir /var/spool --handoff`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
+			if len(scale) > 0 {
+				size, err := benchrun.ParseSize(scalePayload)
+				if err != nil {
+					return usage(fmt.Errorf("--size: %w", err))
+				}
+				scaleLayouts := []string{benchrun.LayoutSharded}
+				if cmd.Flags().Changed("layout") {
+					scaleLayouts = layouts
+				}
+				return benchScale(cmd.Context(), out, errw, dir, scale, scaleLayouts, size, asJSON)
+			}
+			if handoff {
+				return benchHandoff(cmd.Context(), out, dir, handoffCount, asJSON)
+			}
+			cfg := benchrun.Config{Dir: dir, Ops: ops, Fsync: fsyncs, BatchSizes: batches, Layouts: layouts,
+				Backends: backends, Count: count, Rounds: rounds}
+			for _, s := range sizes {
+				n, err := benchrun.ParseSize(s)
+				if err != nil {
+					return usage(fmt.Errorf("--size: %w", err))
+				}
+				cfg.Sizes = append(cfg.Sizes, n)
+			}
+			for _, s := range sidecars {
+				switch s {
+				case "on", "true":
+					cfg.Sidecars = append(cfg.Sidecars, true)
+				case "off", "false":
+					cfg.Sidecars = append(cfg.Sidecars, false)
+				default:
+					return usage(fmt.Errorf("--sidecar %q: valid values are on, off", s))
+				}
+			}
+			if err := checkBenchFlags(cfg); err != nil {
+				return usage(err)
+			}
+			cfg.Progress = benchProgress(errw)
+			rep, err := benchrun.Run(cmd.Context(), cfg)
+			if rep != nil && len(rep.Results) > 0 {
+				if werr := writeBenchReport(out, rep, asJSON, svgFile); werr != nil && err == nil {
+					err = werr
+				}
+			}
+			if err != nil && cmd.Context().Err() != nil {
+				return fmt.Errorf("%w: %v (results so far are printed)", bridge.ErrInterrupted, err)
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dir, "dir", ".", "directory on the filesystem to measure (a subdirectory is made and removed)")
+	f.StringSliceVar(&fsyncs, "fsync", []string{core.FsyncNone, core.FsyncBatch, core.FsyncChunk}, "fsync policies: none, batch, chunk")
+	f.IntSliceVar(&batches, "batch-size", []int{1, 16, 256}, "messages per write and per read")
+	f.StringSliceVar(&sizes, "size", []string{"1KiB"}, "payload sizes, such as 100B, 1KiB, 64KiB, 1MiB")
+	f.IntVar(&count, "count", 1024, "messages per case and round")
+	f.IntVar(&rounds, "rounds", 5, "rounds per case; figures are medians")
+	f.StringSliceVar(&ops, "op", []string{benchrun.OpProduce, benchrun.OpConsume}, "operations: produce, consume (drain with ack)")
+	f.StringSliceVar(&sidecars, "sidecar", []string{"on"}, "metadata sidecars: on, off, or both as on,off")
+	f.StringSliceVar(&layouts, "layout", []string{benchrun.LayoutFlat}, "layouts: flat, sharded (shard_depth=2, shard_width=3)")
+	f.StringSliceVar(&backends, "backend", []string{benchrun.BackendOS}, "backends: os, memfs (in memory; the raw baseline stays on --dir)")
+	f.BoolVar(&asJSON, "json", false, "print one JSON object with a results array instead of a table")
+	f.StringVar(&svgFile, "svg", "", "also write a bar chart of msgs/s per policy and batch size to this SVG file")
+	f.IntSliceVar(&scale, "scale", nil, "instead: fill and drain backlogs of these sizes, such as 10000,100000,1000000 (sharded unless --layout is given)")
+	f.StringVar(&scalePayload, "scale-size", "1KiB", "payload size for --scale")
+	f.BoolVar(&handoff, "handoff", false, "instead: measure producer-to-consumer hand-off latency, wake-ups versus polling")
+	f.IntVar(&handoffCount, "handoff-count", 200, "messages for --handoff")
+	return cmd
+}
+
+// checkBenchFlags reports the first flag value benchrun would refuse, as a
+// usage error naming the flag.
+func checkBenchFlags(cfg benchrun.Config) error {
+	if cfg.Count < 1 {
+		return fmt.Errorf("--count %d: must be at least 1", cfg.Count)
+	}
+	if cfg.Rounds < 1 {
+		return fmt.Errorf("--rounds %d: must be at least 1", cfg.Rounds)
+	}
+	oneOf := func(flag string, vals []string, valid ...string) error {
+		for _, v := range vals {
+			ok := false
+			for _, w := range valid {
+				ok = ok || v == w
+			}
+			if !ok {
+				return fmt.Errorf("--%s %q: valid values are %s", flag, v, strings.Join(valid, ", "))
+			}
+		}
+		return nil
+	}
+	for _, err := range []error{
+		oneOf("fsync", cfg.Fsync, core.FsyncNone, core.FsyncBatch, core.FsyncChunk),
+		oneOf("op", cfg.Ops, benchrun.OpProduce, benchrun.OpConsume),
+		oneOf("layout", cfg.Layouts, benchrun.LayoutFlat, benchrun.LayoutSharded),
+		oneOf("backend", cfg.Backends, benchrun.BackendOS, benchrun.BackendMemFS),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	for _, b := range cfg.BatchSizes {
+		if b < 1 {
+			return fmt.Errorf("--batch-size %d: must be at least 1", b)
+		}
+	}
+	return nil
+}
+
+// benchProgress returns a progress callback: one line redrawn in place on a
+// terminal, otherwise one line per round.
+func benchProgress(w io.Writer) func(benchrun.Progress) {
+	tty := isTerminal(w)
+	lastRound := 0
+	start := time.Now()
+	return func(p benchrun.Progress) {
+		if p.Done == p.Total {
+			if tty {
+				fmt.Fprint(w, "\r\033[K")
+			}
+			return
+		}
+		if tty {
+			fmt.Fprintf(w, "\r\033[Kbench [%d/%d] %s %s round %d  %s", p.Done+1, p.Total, p.Case.Op,
+				p.Case.Name(), p.Round, time.Since(start).Round(time.Second))
+			return
+		}
+		if p.Round != lastRound {
+			lastRound = p.Round
+			fmt.Fprintf(w, "bench: round %d, %d/%d measurements done, %s\n", p.Round, p.Done, p.Total, time.Since(start).Round(time.Second))
+		}
+	}
+}
+
+func writeBenchReport(w io.Writer, rep *benchrun.Report, asJSON bool, svgFile string) error {
+	if svgFile != "" {
+		f, err := os.Create(svgFile)
+		if err != nil {
+			return err
+		}
+		werr := rep.WriteSVG(f)
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return fmt.Errorf("write %s: %w", svgFile, werr)
+		}
+	}
+	if asJSON {
+		return rep.WriteJSON(w)
+	}
+	return rep.WriteText(w)
+}
+
+func benchScale(ctx context.Context, out, errw io.Writer, dir string, backlogs []int, layouts []string, size int, asJSON bool) error {
+	if err := checkBenchFlags(benchrun.Config{Count: 1, Rounds: 1, Layouts: layouts}); err != nil {
+		return usage(err)
+	}
+	tty := isTerminal(errw)
+	cfg := benchrun.ScaleConfig{Dir: dir, Backlogs: backlogs, Layouts: layouts, PayloadBytes: size, Sidecar: true,
+		Progress: func(s string) {
+			if tty {
+				fmt.Fprintf(errw, "\r\033[Kbench: %s", s)
+			} else {
+				fmt.Fprintf(errw, "bench: %s\n", s)
+			}
+		}}
+	rs, err := benchrun.Scale(ctx, cfg)
+	if tty {
+		fmt.Fprint(errw, "\r\033[K")
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w: %v", bridge.ErrInterrupted, err)
+		}
+		return err
+	}
+	if asJSON {
+		return writeJSON(out, map[string]any{"machine": benchrun.DescribeMachine(dir), "scale": rs})
+	}
+	return benchrun.WriteScaleText(out, rs)
+}
+
+func benchHandoff(ctx context.Context, out io.Writer, dir string, count int, asJSON bool) error {
+	var rs []benchrun.HandoffResult
+	for _, m := range []benchrun.HandoffConfig{
+		{Dir: dir, Count: count, Wake: true},
+		{Dir: dir, Count: count, PollInterval: 10 * time.Millisecond},
+		{Dir: dir, Count: max(1, count/10), PollInterval: 250 * time.Millisecond},
+	} {
+		r, err := benchrun.Handoff(ctx, m)
+		if err != nil {
+			if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+				return fmt.Errorf("%w: %v", bridge.ErrInterrupted, err)
+			}
+			return err
+		}
+		rs = append(rs, r)
+	}
+	if asJSON {
+		return writeJSON(out, map[string]any{"machine": benchrun.DescribeMachine(dir), "handoff": rs})
+	}
+	return benchrun.WriteHandoffText(out, rs)
+}
