@@ -171,14 +171,22 @@ func (s *Source) fetch(ctx context.Context, n int, wait time.Duration) ([]jetstr
 		batch jetstream.MessageBatch
 		err   error
 	)
+	waited := func() bool { return false }
 	if wait == 0 {
 		batch, err = s.cons.FetchNoWait(n)
 	} else {
 		wctx, cancel := context.WithTimeout(ctx, wait)
 		defer cancel()
+		waited = func() bool { return wctx.Err() != nil && ctx.Err() == nil }
 		batch, err = s.cons.Fetch(n, jetstream.FetchContext(wctx))
 	}
 	if err != nil {
+		if waited() {
+			// The wait ran out before or while the pull was made (nats.go
+			// refuses an already expired context as an invalid option):
+			// that is "nothing yet", not a failure.
+			return nil, nil
+		}
 		return nil, s.fetchErr(ctx, err)
 	}
 	var msgs []jetstream.Msg
