@@ -73,7 +73,7 @@ var Schema = &core.Schema{
 			Doc: "Target: text at the start of each file name; names then carry a UTC timestamp and a counter, so they sort in write order."},
 		{Name: "extension", Type: core.TypeString,
 			Doc: "Target: file name extension (default by format: .jsonl, .csv, .txt, .bin)."},
-		{Name: "file_mode", Type: core.TypeFileMode, Default: "0644",
+		{Name: "file_mode", Type: core.TypeFileMode, Default: "0600",
 			Doc: "Target: permission bits of the files it writes (less the umask)."},
 	},
 }
@@ -429,7 +429,7 @@ func (s *Source) save() error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(s.statePath, append(b, '\n'), 0o644); err != nil {
+	if err := writeFileAtomic(s.statePath, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("drop zone: save progress: %w", err)
 	}
 	return nil
@@ -450,7 +450,7 @@ func (s *Source) Close(ctx context.Context) error {
 
 // tryLock takes a non-blocking exclusive flock on name, creating it.
 func tryLock(name string) (*os.File, error) {
-	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lock: %w", err)
 	}

@@ -44,7 +44,7 @@ var Schema = &core.Schema{
 		records.SourceField(""),
 		{Name: "append", Type: core.TypeBool, Default: "true",
 			Doc: "Target: add to the end of an existing file. false empties the file when the route starts."},
-		{Name: "file_mode", Type: core.TypeFileMode, Default: "0644",
+		{Name: "file_mode", Type: core.TypeFileMode, Default: "0600",
 			Doc: "Target: permission bits of a file it creates (less the umask)."},
 	},
 }
