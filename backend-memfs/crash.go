@@ -1,6 +1,7 @@
 package memfs
 
 import (
+	"cmp"
 	"io"
 	"io/fs"
 	"math"
@@ -92,11 +93,30 @@ func (f *FS) finishOp(o *dirOp) {
 	}
 }
 
+// without removes o from l, a pending list in seq order. Ops leave their
+// lists mostly in seq order (commit and maybeDrop finish the oldest first), so
+// removing the head is O(1): the slice is advanced rather than shifted.
 func without(l []*dirOp, o *dirOp) []*dirOp {
-	if i := slices.Index(l, o); i >= 0 {
-		return slices.Delete(l, i, i+1)
+	i, ok := slices.BinarySearchFunc(l, o.seq, bySeq)
+	if !ok {
+		return l
 	}
-	return l
+	if i == 0 {
+		l[0] = nil
+		return l[1:]
+	}
+	return slices.Delete(l, i, i+1)
+}
+
+func bySeq(o *dirOp, seq uint64) int { return cmp.Compare(o.seq, seq) }
+
+// before returns the last op of l (a pending list in seq order) that is
+// older than seq, or nil.
+func before(l []*dirOp, seq uint64) *dirOp {
+	if i, _ := slices.BinarySearchFunc(l, seq, bySeq); i > 0 {
+		return l[i-1]
+	}
+	return nil
 }
 
 // closure returns seeds and every pending op they depend on, in log order.
@@ -106,14 +126,18 @@ func without(l []*dirOp, o *dirOp) []*dirOp {
 //   - for a rename across directories, place the target directory or one of
 //     its ancestors (a moved entry never lands in a lost directory),
 //   - for a directory removal, name an entry of that directory (it was empty).
+//
+// Each of these is a set of the ops of one pending list (a node's pending,
+// or the ops of one entry name) older than the op, and every op of such a
+// list depends in turn on the older ones of the same list. So following, in
+// each list, only the newest op older than the one at hand reaches the same
+// set, and the cost is linear in the result rather than quadratic.
 func (f *FS) closure(seeds []*dirOp) []*dirOp {
 	in := map[*dirOp]bool{}
 	stack := slices.Clone(seeds)
-	push := func(l []*dirOp, before uint64) {
-		for _, d := range l {
-			if d.seq < before && !in[d] {
-				stack = append(stack, d)
-			}
+	push := func(l []*dirOp, seq uint64) {
+		if d := before(l, seq); d != nil && !in[d] {
+			stack = append(stack, d)
 		}
 	}
 	for len(stack) > 0 {
@@ -140,15 +164,7 @@ func (f *FS) closure(seeds []*dirOp) []*dirOp {
 	for o := range in {
 		out = append(out, o)
 	}
-	slices.SortFunc(out, func(a, b *dirOp) int {
-		switch {
-		case a.seq < b.seq:
-			return -1
-		case a.seq > b.seq:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b *dirOp) int { return cmp.Compare(a.seq, b.seq) })
 	return out
 }
 
