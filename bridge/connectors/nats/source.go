@@ -171,20 +171,27 @@ func (s *Source) fetch(ctx context.Context, n int, wait time.Duration) ([]jetstr
 		batch jetstream.MessageBatch
 		err   error
 	)
-	waited := func() bool { return false }
+	var wctx context.Context
 	if wait == 0 {
 		batch, err = s.cons.FetchNoWait(n)
 	} else {
-		wctx, cancel := context.WithTimeout(ctx, wait)
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(ctx, wait)
 		defer cancel()
-		waited = func() bool { return wctx.Err() != nil && ctx.Err() == nil }
 		batch, err = s.cons.Fetch(n, jetstream.FetchContext(wctx))
 	}
 	if err != nil {
-		if waited() {
-			// The wait ran out before or while the pull was made (nats.go
-			// refuses an already expired context as an invalid option):
-			// that is "nothing yet", not a failure.
+		// nats.go compares a context's deadline with the clock and refuses
+		// one already past as an invalid option, possibly before the
+		// context's own timer has fired. A caller's deadline that passed is
+		// the caller's; only our own wait running out means "nothing yet".
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, cerr
+		}
+		if expired(ctx) {
+			return nil, context.DeadlineExceeded
+		}
+		if wctx != nil && expired(wctx) {
 			return nil, nil
 		}
 		return nil, s.fetchErr(ctx, err)
@@ -197,6 +204,15 @@ func (s *Source) fetch(ctx context.Context, n int, wait time.Duration) ([]jetstr
 		return nil, s.fetchErr(ctx, err)
 	}
 	return msgs, nil
+}
+
+// expired reports whether ctx ended or its deadline has passed by the clock.
+func expired(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
 
 // fetchErr sorts a failed pull: a context that ended is the caller's, a
