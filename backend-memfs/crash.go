@@ -281,6 +281,9 @@ func (f *FS) maybeDrop(n *node) {
 		_ = n.orphan.Close()
 		n.orphan = nil
 	}
+	if f.byIno && n.kind == kindFile {
+		_ = f.base.Remove(f.where(n))
+	}
 	delete(f.files, n)
 	if n.kind == kindDir {
 		for name, c := range n.durable {
@@ -344,7 +347,7 @@ func (f *FS) size(n *node) (int64, error) {
 	if n.orphan != nil {
 		fi, err = n.orphan.Stat()
 	} else {
-		fi, err = f.lstat(basePath(n.rel()))
+		fi, err = f.lstat(f.where(n))
 	}
 	if err != nil {
 		return 0, err
@@ -366,10 +369,10 @@ func (f *FS) content(n *node) ([]byte, error) {
 		}
 		return b[:k], nil
 	}
-	if n.parent == nil {
+	if n.parent == nil && !f.byIno {
 		return nil, nil // unreachable: a dropped node
 	}
-	return afero.ReadFile(f.base, basePath(n.rel()))
+	return afero.ReadFile(f.base, f.where(n))
 }
 
 // CrashOptions says how much of what was not made durable survives a Crash.
@@ -385,9 +388,11 @@ type CrashOptions struct {
 	KeepUnsynced float64
 }
 
-// Crash returns a new, independent FS (over a fresh afero.MemMapFs) holding
-// what a power cut at this instant would leave. The receiver is not changed
-// and stays usable.
+// Crash returns a new, independent FS holding what a power cut at this
+// instant would leave. The receiver is not changed and stays usable. The new
+// FS is like one from New (whatever the receiver's base): its bytes are in a
+// private afero.MemMapFs, so its operations' cost does not grow with the
+// number of files either. Crash itself copies every surviving file.
 //
 // With KeepUnsynced 0 the result is exactly the durable state:
 //   - an entry exists only if its creation or rename was made durable by
@@ -444,13 +449,12 @@ func (f *FS) Crash(opts CrashOptions) *FS {
 		}
 	}
 
-	mem := afero.NewMemMapFs()
+	out := New()
 	err := f.initErr
 	if err == nil {
-		c := &crasher{f: f, v: v, rng: rng, p: p, mem: mem, seen: map[*node]bool{}, trace: f.crashTrace}
-		err = c.dir(f.root, "/")
+		c := &crasher{f: f, v: v, rng: rng, p: p, out: out, seen: map[*node]bool{}, trace: f.crashTrace}
+		err = c.dir(f.root, out.root, "/")
 	}
-	out := NewOn(mem)
 	if err != nil {
 		out.initErr = err
 	}
@@ -462,15 +466,15 @@ type crasher struct {
 	v    *view
 	rng  *rand.Rand
 	p    float64
-	mem  afero.Fs
+	out  *FS
 	seen map[*node]bool
 
 	trace func(p string, n *node, dup bool) // tests only
 }
 
-// dir writes the surviving tree under d to c.mem, in name order so that the
-// random draws are reproducible.
-func (c *crasher) dir(d *node, at string) error {
+// dir copies the surviving tree under d into od, a durable directory of
+// c.out, in name order so that the random draws are reproducible.
+func (c *crasher) dir(d, od *node, at string) error {
 	entries := c.v.entries(d)
 	names := make([]string, 0, len(entries))
 	for name := range entries {
@@ -487,12 +491,12 @@ func (c *crasher) dir(d *node, at string) error {
 			continue // cannot happen; guards against a cycle
 		}
 		c.seen[n] = true
+		var m *node
 		switch n.kind {
 		case kindDir:
-			if err := c.mem.Mkdir(p, 0o755); err != nil {
-				return err
-			}
-			if err := c.dir(n, p); err != nil {
+			m = newNode(kindDir)
+			m.born = n.born
+			if err := c.dir(n, m, p); err != nil {
 				return err
 			}
 		case kindFile:
@@ -500,10 +504,20 @@ func (c *crasher) dir(d *node, at string) error {
 			if err != nil {
 				return err
 			}
-			if err := afero.WriteFile(c.mem, p, data[:c.keep(n, len(data))], 0o644); err != nil {
+			data = data[:c.keep(n, len(data))]
+			m = c.out.newFile()
+			if err := afero.WriteFile(c.out.base, c.out.where(m), data, 0o644); err != nil {
 				return err
 			}
+			m.syncedLen = int64(len(data))
+			c.out.files[m] = struct{}{}
+		default:
+			continue // a symbolic link or special file of a NewOn base
 		}
+		m.parent, m.name = od, name
+		od.children[name] = m
+		od.durable[name] = m
+		m.durRefs = 1
 	}
 	return nil
 }

@@ -6,9 +6,11 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/spf13/afero"
 
@@ -25,13 +27,27 @@ var (
 // core.FS, core.DirWatcher and core.FSSyncer, and all its methods are safe for
 // concurrent use.
 //
-// The namespace is kept by FS itself (one FS-wide mutex) and mirrored into an
-// afero.Fs that holds the file contents, so the contract holds even where the
-// afero.Fs is looser: CreateExcl is exclusive, Rename never replaces, Remove
-// refuses non-empty directories, ReadDir is sorted.
+// The namespace is kept by FS itself (one FS-wide mutex), so the contract
+// holds even where the afero.Fs that holds the file contents is looser:
+// CreateExcl is exclusive, Rename never replaces, Remove refuses non-empty
+// directories, ReadDir is sorted.
+//
+// How the contents are stored depends on the constructor. An FS from New (or
+// Crash) owns a private afero.MemMapFs and keeps each file's bytes there
+// under a key of its own, its inode number, that never changes: a rename or
+// a directory exists only in the FS's tree and costs the same however many
+// files there are. An FS from NewOn mirrors its tree into the base by name,
+// so that the base stays a readable copy of the spool (that is what a caller
+// passing a base expects: a directory on disk to inspect, or files put there
+// beforehand); each operation makes a fixed number of calls into the base,
+// and costs whatever those cost there (afero.MemMapFs.Rename, for one, scans
+// every file of the MemMapFs, so use New rather than NewOn(afero.NewMemMapFs())
+// for large spools).
 type FS struct {
 	mu      sync.Mutex
 	base    afero.Fs
+	byIno   bool   // the base is private and holds the bytes under inode keys
+	lastIno uint64 // byIno: the key of the newest file
 	root    *node
 	initErr error
 
@@ -61,6 +77,8 @@ const (
 type node struct {
 	kind nodeKind
 	mode fs.FileMode // type bits, for kindOther
+	ino  uint64      // a file of a byIno FS: the key of its bytes in the base
+	born time.Time   // directories: the modification time Stat reports (byIno)
 
 	// Current location; parent is nil for the root and for an unlinked node.
 	parent *node
@@ -89,8 +107,38 @@ func newNode(kind nodeKind) *node {
 		n.children = map[string]*node{}
 		n.durable = map[string]*node{}
 		n.slotOps = map[string][]*dirOp{}
+		n.born = time.Now()
 	}
 	return n
+}
+
+// newFile returns a new file node, not linked yet, with its key when f
+// stores bytes by inode.
+func (f *FS) newFile() *node {
+	n := newNode(kindFile)
+	if f.byIno {
+		f.lastIno++
+		n.ino = f.lastIno
+	}
+	return n
+}
+
+// at returns the base name of the bytes of the file n, whose current name is
+// name: its inode key, or the name itself under "/" of the base.
+func (f *FS) at(n *node, name string) string {
+	if f.byIno {
+		return "/" + strconv.FormatUint(n.ino, 10)
+	}
+	return basePath(name)
+}
+
+// where is at for a node whose name the caller does not know (it may have
+// none: an unlinked file of a byIno FS still has its key).
+func (f *FS) where(n *node) string {
+	if f.byIno {
+		return f.at(n, "")
+	}
+	return basePath(n.rel())
 }
 
 // rel returns the current name of n relative to the root ("." for the root).
@@ -106,9 +154,18 @@ func (n *node) rel() string {
 	return strings.Join(elems, "/")
 }
 
-// New returns an empty FS over a fresh afero.MemMapFs.
+// New returns an empty FS. Its file contents live in a private
+// afero.MemMapFs under keys that are inode numbers rather than names, so no
+// operation's cost grows with the number of files (Crash, SyncAll and
+// ReadDir aside: they copy the tree, visit every file and list a directory).
 func New() *FS {
-	return NewOn(afero.NewMemMapFs())
+	return newByIno(afero.NewMemMapFs())
+}
+
+// newByIno returns an empty FS that keeps file bytes in base, which nobody
+// else sees, under inode keys; directories exist only in the FS's tree.
+func newByIno(base afero.Fs) *FS {
+	return &FS{base: base, byIno: true, root: newNode(kindDir), files: map[*node]struct{}{}}
 }
 
 // NewOn returns an FS over base: the spool root is "/" of base (wrap a disk
@@ -116,6 +173,12 @@ func New() *FS {
 // taken as durable. base must not be changed by anyone else while the FS is in
 // use. If base cannot be listed, every method of the FS fails with that error
 // wrapped in an *fs.PathError.
+//
+// The base holds the spool's files and directories under their current names
+// (an unlinked file is kept open until no crash can bring it back), so it can
+// be inspected, or reopened with NewOn, at any time. The price is that each
+// Rename is a Rename of the base: cheap on a disk, but linear in the number of
+// files on an afero.MemMapFs, for which New is the fast choice.
 func NewOn(base afero.Fs) *FS {
 	f := &FS{base: base, root: newNode(kindDir), files: map[*node]struct{}{}}
 	if err := f.scan(f.root, "/"); err != nil {
@@ -260,11 +323,11 @@ func (f *FS) CreateExcl(name string) (core.File, error) {
 	if d.children[elem] != nil {
 		return nil, pathErr(op, name, fs.ErrExist)
 	}
-	h, err := f.base.OpenFile(basePath(name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	n := f.newFile()
+	h, err := f.base.OpenFile(f.at(n, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, baseErr(op, name, err)
 	}
-	n := newNode(kindFile)
 	f.link(d, elem, n)
 	return &file{fsys: f, n: n, name: name, h: h, writable: true}, nil
 }
@@ -289,7 +352,7 @@ func (f *FS) Open(name string) (core.File, error) {
 	case kindOther:
 		return nil, pathErr(op, name, syscall.ELOOP)
 	}
-	h, err := f.base.Open(basePath(name))
+	h, err := f.base.Open(f.at(n, name))
 	if err != nil {
 		return nil, baseErr(op, name, err)
 	}
@@ -335,8 +398,10 @@ func (f *FS) Rename(oldname, newname string) error {
 			return pathErr(op, newname, syscall.EINVAL)
 		}
 	}
-	if err := f.base.Rename(basePath(oldname), basePath(newname)); err != nil {
-		return baseErr(op, oldname, err)
+	if !f.byIno {
+		if err := f.base.Rename(basePath(oldname), basePath(newname)); err != nil {
+			return baseErr(op, oldname, err)
+		}
 	}
 	from := slot{n.parent, n.name}
 	delete(n.parent.children, n.name)
@@ -378,17 +443,21 @@ func (f *FS) Remove(name string) error {
 		return pathErr(op, name, syscall.ENOTEMPTY)
 	}
 	var orphan afero.File
-	if n.kind == kindFile {
-		// Keep the content reachable: a crash may undo this removal.
-		if orphan, err = f.base.Open(basePath(name)); err != nil {
+	if !f.byIno {
+		// The base mirrors the tree. Keep the content reachable: a crash
+		// may undo this removal. (By inode, the bytes stay under their
+		// key until the node is forgotten.)
+		if n.kind == kindFile {
+			if orphan, err = f.base.Open(basePath(name)); err != nil {
+				return baseErr(op, name, err)
+			}
+		}
+		if err := f.base.Remove(basePath(name)); err != nil {
+			if orphan != nil {
+				_ = orphan.Close()
+			}
 			return baseErr(op, name, err)
 		}
-	}
-	if err := f.base.Remove(basePath(name)); err != nil {
-		if orphan != nil {
-			_ = orphan.Close()
-		}
-		return baseErr(op, name, err)
 	}
 	from := slot{n.parent, n.name}
 	delete(n.parent.children, n.name)
@@ -419,8 +488,10 @@ func (f *FS) Mkdir(name string) error {
 	if d.children[elem] != nil {
 		return pathErr(op, name, fs.ErrExist)
 	}
-	if err := f.base.Mkdir(basePath(name), 0o755); err != nil {
-		return baseErr(op, name, err)
+	if !f.byIno {
+		if err := f.base.Mkdir(basePath(name), 0o755); err != nil {
+			return baseErr(op, name, err)
+		}
 	}
 	f.link(d, elem, newNode(kindDir))
 	return nil
@@ -468,10 +539,14 @@ func (f *FS) Stat(name string) (fs.FileInfo, error) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, err := f.lookup(op, name); err != nil {
+	n, err := f.lookup(op, name)
+	if err != nil {
 		return nil, err
 	}
-	fi, err := f.lstat(basePath(name))
+	if f.byIno && n.kind == kindDir {
+		return &dirInfo{name: path.Base(name), mod: n.born}, nil
+	}
+	fi, err := f.lstat(f.at(n, name))
 	if err != nil {
 		return nil, baseErr(op, name, err)
 	}
@@ -493,6 +568,19 @@ type fileInfo struct {
 }
 
 func (fi *fileInfo) Name() string { return fi.name }
+
+// dirInfo describes a directory of a byIno FS, which has none in the base.
+type dirInfo struct {
+	name string
+	mod  time.Time
+}
+
+func (di *dirInfo) Name() string       { return di.name }
+func (di *dirInfo) Size() int64        { return 0 }
+func (di *dirInfo) Mode() fs.FileMode  { return fs.ModeDir | 0o755 }
+func (di *dirInfo) ModTime() time.Time { return di.mod }
+func (di *dirInfo) IsDir() bool        { return true }
+func (di *dirInfo) Sys() any           { return nil }
 
 type dirEntry struct {
 	fsys *FS

@@ -329,6 +329,38 @@ func TestNewOnExistingContent(t *testing.T) {
 	assert.True(t, ok, "names map under / of the base")
 }
 
+// NewOn keeps the base a readable copy of the tree: every entry is there
+// under its current name, and only there.
+func TestNewOnMirrorsNames(t *testing.T) {
+	base := afero.NewMemMapFs()
+	fsys := memfs.NewOn(base)
+	mkdir(t, fsys, "d")
+	write(t, fsys, "d/a.tmp", "one", true)
+	write(t, fsys, "gone", "x", true)
+	syncDir(t, fsys, ".")
+	require.NoError(t, fsys.Rename("d/a.tmp", "d/a"))
+	require.NoError(t, fsys.Rename("d", "e"))
+	require.NoError(t, fsys.Remove("gone"))
+
+	got := map[string]string{}
+	require.NoError(t, afero.Walk(base, "/", func(p string, fi fs.FileInfo, err error) error {
+		require.NoError(t, err)
+		if p == "/" {
+			return nil
+		}
+		if fi.IsDir() {
+			got[p] = "/"
+		} else {
+			b, err := afero.ReadFile(base, p)
+			require.NoError(t, err)
+			got[p] = string(b)
+		}
+		return nil
+	}))
+	assert.Equal(t, map[string]string{"/e": "/", "/e/a": "one"}, got)
+	assert.Equal(t, "x", read(t, crash(fsys), "gone"), "still recoverable until the removal is synced")
+}
+
 func TestNewOnMissingRoot(t *testing.T) {
 	fsys := memfs.NewOn(afero.NewBasePathFs(afero.NewOsFs(), filepath.Join(t.TempDir(), "nope")))
 	_, err := fsys.CreateExcl("a")

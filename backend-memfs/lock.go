@@ -35,10 +35,10 @@ func (f *FS) Lock(name string) (core.Claim, error) {
 	n := d.children[elem]
 	var h afero.File
 	if n == nil {
-		if h, err = f.base.OpenFile(basePath(name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644); err != nil {
+		n = f.newFile()
+		if h, err = f.base.OpenFile(f.at(n, name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644); err != nil {
 			return nil, baseErr(op, name, err)
 		}
-		n = newNode(kindFile)
 		f.link(d, elem, n)
 	} else {
 		switch {
@@ -49,7 +49,7 @@ func (f *FS) Lock(name string) (core.Claim, error) {
 		case n.claim != nil:
 			return nil, pathErr(op, name, core.ErrLocked)
 		}
-		if h, err = f.base.OpenFile(basePath(name), os.O_RDWR, 0); err != nil {
+		if h, err = f.base.OpenFile(f.at(n, name), os.O_RDWR, 0); err != nil {
 			return nil, baseErr(op, name, err)
 		}
 	}

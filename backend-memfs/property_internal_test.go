@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/spf13/afero"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mqb-project/mqb/core"
@@ -205,20 +206,29 @@ func (h *history) check() {
 	}
 }
 
+// constructors are the two ways an FS stores file bytes: by inode in a
+// private base, and by name in a caller's base.
+var constructors = map[string]func() *FS{
+	"New":   New,
+	"NewOn": func() *FS { return NewOn(afero.NewMemMapFs()) },
+}
+
 func TestCrashProperties(t *testing.T) {
-	for seed := range uint64(40) {
-		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			h := &history{t: t, f: New(), rng: rand.New(rand.NewPCG(seed, 1))}
-			for i := range 150 {
-				h.step()
-				if i%15 == 14 {
-					h.check()
+	for cname, newFS := range constructors {
+		for seed := range uint64(40) {
+			t.Run(fmt.Sprintf("%s/%d", cname, seed), func(t *testing.T) {
+				h := &history{t: t, f: newFS(), rng: rand.New(rand.NewPCG(seed, 1))}
+				for i := range 150 {
+					h.step()
+					if i%15 == 14 {
+						h.check()
+					}
 				}
-			}
-			for _, w := range h.open {
-				_ = w.Close()
-			}
-		})
+				for _, w := range h.open {
+					_ = w.Close()
+				}
+			})
+		}
 	}
 }
 
@@ -247,6 +257,9 @@ func TestUnsyncedHistoryIsForgotten(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, live, "only the mkdir is pending")
+	keys, err := afero.ReadDir(f.base, "/")
+	require.NoError(t, err)
+	require.Zero(t, len(keys), "the bytes of forgotten files are freed")
 }
 
 // Files removed after their removal was synced are forgotten too.
@@ -267,4 +280,7 @@ func TestSyncedHistoryIsForgotten(t *testing.T) {
 	require.Len(t, f.files, 0)
 	require.Empty(t, f.root.durable)
 	require.Empty(t, f.root.slotOps)
+	keys, err := afero.ReadDir(f.base, "/")
+	require.NoError(t, err)
+	require.Zero(t, len(keys), "the bytes of forgotten files are freed")
 }
