@@ -285,6 +285,7 @@ func (f *FS) maybeDrop(n *node) {
 		_ = f.base.Remove(f.where(n))
 	}
 	delete(f.files, n)
+	delete(f.unsynced, n)
 	if n.kind == kindDir {
 		for name, c := range n.durable {
 			delete(n.durable, name)
@@ -331,12 +332,16 @@ func (f *FS) SyncAll() error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for n := range f.files {
+	// Only the files in unsynced can have bytes past their synced length.
+	for n := range f.unsynced {
 		size, err := f.size(n)
 		if err != nil {
 			return baseErr(op, n.rel(), err)
 		}
 		n.syncedLen = size
+		if !n.writing {
+			delete(f.unsynced, n)
+		}
 	}
 	return nil
 }

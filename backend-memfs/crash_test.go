@@ -211,6 +211,37 @@ func TestCrashSyncAll(t *testing.T) {
 	assert.Equal(t, map[string]string{"a": "A", "b": "B", "c": "C"}, tree(t, crash(fsys)))
 }
 
+// SyncAll reaches every file with unsynced bytes: one still open, one closed
+// unsynced, one removed (its removal not synced, so a crash brings it back),
+// and not again one it synced and that was closed since.
+func TestCrashSyncAllReachesEveryWrittenFile(t *testing.T) {
+	fsys := memfs.New()
+	open, err := fsys.CreateExcl("open")
+	require.NoError(t, err)
+	_, err = open.Write([]byte("1"))
+	require.NoError(t, err)
+	write(t, fsys, "closed", "C", false)
+	write(t, fsys, "removed", "R", false)
+	write(t, fsys, "synced", "S", true)
+	syncDir(t, fsys, ".")
+	require.NoError(t, fsys.Remove("removed"))
+
+	require.NoError(t, fsys.SyncAll())
+	_, err = open.Write([]byte("2"))
+	require.NoError(t, err)
+	want := map[string]string{"open": "1", "closed": "C", "removed": "R", "synced": "S"}
+	assert.Equal(t, want, tree(t, crash(fsys)))
+
+	require.NoError(t, fsys.SyncAll())
+	want["open"] = "12"
+	assert.Equal(t, want, tree(t, crash(fsys)), "a file open for writing stays in reach")
+	require.NoError(t, open.Close())
+	_, err = open.Write([]byte("3"))
+	require.Error(t, err)
+	require.NoError(t, fsys.SyncAll())
+	assert.Equal(t, want, tree(t, crash(fsys)))
+}
+
 func TestCrashIndependence(t *testing.T) {
 	fsys := memfs.New()
 	write(t, fsys, "a", "A", true)

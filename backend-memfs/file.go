@@ -18,9 +18,10 @@ type file struct {
 	name     string
 	writable bool
 
-	mu     sync.Mutex
-	h      afero.File
-	closed bool
+	mu      sync.Mutex
+	h       afero.File
+	closed  bool
+	written int64 // bytes written, the size of the file (it was created empty)
 }
 
 // Read reads from a file opened with Open. On a file from CreateExcl it fails
@@ -48,6 +49,7 @@ func (fl *file) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	n, err := fl.h.Write(p)
+	fl.written += int64(n)
 	if err != nil {
 		err = baseErr("write", fl.name, err)
 	}
@@ -100,6 +102,17 @@ func (fl *file) Close() error {
 		return pathErr("close", fl.name, fs.ErrClosed)
 	}
 	fl.closed = true
+	if fl.writable {
+		// Nothing can be written to the file any more: once its bytes
+		// are synced, SyncAll has nothing to do for it.
+		f := fl.fsys
+		f.mu.Lock()
+		fl.n.writing = false
+		if fl.n.syncedLen >= fl.written {
+			delete(f.unsynced, fl.n)
+		}
+		f.mu.Unlock()
+	}
 	if err := fl.h.Close(); err != nil {
 		return baseErr("close", fl.name, err)
 	}

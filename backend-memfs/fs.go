@@ -54,6 +54,11 @@ type FS struct {
 	// files holds every file node whose bytes may still matter: the linked
 	// ones and the unlinked ones a crash could bring back (see crash.go).
 	files map[*node]struct{}
+	// unsynced holds the files of files that may have bytes past their
+	// synced length: those open for writing, and those closed with bytes
+	// not synced yet. SyncAll visits only these, so its cost is that of
+	// the files written since the last one, not of all files.
+	unsynced map[*node]struct{}
 
 	// log holds the directory operations that are not yet durable, in the
 	// order they happened (entries with done set are dropped lazily).
@@ -86,6 +91,7 @@ type node struct {
 
 	// Files.
 	syncedLen int64      // the first syncedLen bytes of the content are durable
+	writing   bool       // its handle from CreateExcl is open
 	orphan    afero.File // read handle on the content once unlinked
 	claim     *claim     // the holder of the in-process lock, if any
 
@@ -156,8 +162,9 @@ func (n *node) rel() string {
 
 // New returns an empty FS. Its file contents live in a private
 // afero.MemMapFs under keys that are inode numbers rather than names, so no
-// operation's cost grows with the number of files (Crash, SyncAll and
-// ReadDir aside: they copy the tree, visit every file and list a directory).
+// operation's cost grows with the number of files (Crash and ReadDir aside:
+// they copy the tree and list a directory; SyncAll visits the files written
+// since the last SyncAll).
 func New() *FS {
 	return newByIno(afero.NewMemMapFs())
 }
@@ -165,7 +172,7 @@ func New() *FS {
 // newByIno returns an empty FS that keeps file bytes in base, which nobody
 // else sees, under inode keys; directories exist only in the FS's tree.
 func newByIno(base afero.Fs) *FS {
-	return &FS{base: base, byIno: true, root: newNode(kindDir), files: map[*node]struct{}{}}
+	return &FS{base: base, byIno: true, root: newNode(kindDir), files: map[*node]struct{}{}, unsynced: map[*node]struct{}{}}
 }
 
 // NewOn returns an FS over base: the spool root is "/" of base (wrap a disk
@@ -180,7 +187,7 @@ func newByIno(base afero.Fs) *FS {
 // Rename is a Rename of the base: cheap on a disk, but linear in the number of
 // files on an afero.MemMapFs, for which New is the fast choice.
 func NewOn(base afero.Fs) *FS {
-	f := &FS{base: base, root: newNode(kindDir), files: map[*node]struct{}{}}
+	f := &FS{base: base, root: newNode(kindDir), files: map[*node]struct{}{}, unsynced: map[*node]struct{}{}}
 	if err := f.scan(f.root, "/"); err != nil {
 		f.initErr = err
 	}
@@ -329,6 +336,8 @@ func (f *FS) CreateExcl(name string) (core.File, error) {
 		return nil, baseErr(op, name, err)
 	}
 	f.link(d, elem, n)
+	n.writing = true
+	f.unsynced[n] = struct{}{}
 	return &file{fsys: f, n: n, name: name, h: h, writable: true}, nil
 }
 

@@ -170,6 +170,16 @@ func (h *history) check() {
 	synced := map[*node]int64{}
 	for n := range f.files {
 		synced[n] = n.syncedLen
+		// SyncAll visits only unsynced: no other file may have bytes
+		// past its synced length.
+		if _, ok := f.unsynced[n]; !ok {
+			require.False(t, n.writing, "a file open for writing is in unsynced")
+			require.Equal(t, n.syncedLen, int64(len(contents[n])), "a file outside unsynced is synced")
+		}
+	}
+	for n := range f.unsynced {
+		_, ok := f.files[n]
+		require.True(t, ok, "unsynced holds only files that still matter")
 	}
 	f.mu.Unlock()
 
