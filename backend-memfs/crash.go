@@ -69,6 +69,7 @@ func (f *FS) logOp(o *dirOp) {
 	o.n.pending = append(o.n.pending, o)
 	for _, s := range o.slots() {
 		s.dir.slotOps[s.name] = append(s.dir.slotOps[s.name], o)
+		grew(s.dir.slotOps, &s.dir.slotPeak)
 	}
 }
 
@@ -84,6 +85,7 @@ func (f *FS) finishOp(o *dirOp) {
 			s.dir.slotOps[s.name] = l
 		} else {
 			delete(s.dir.slotOps, s.name)
+			s.dir.slotOps = shrunk(s.dir.slotOps, &s.dir.slotPeak)
 		}
 	}
 	f.nDone++
@@ -286,6 +288,7 @@ func (f *FS) maybeDrop(n *node) {
 	}
 	delete(f.files, n)
 	delete(f.unsynced, n)
+	f.unsynced = shrunk(f.unsynced, &f.unsyncedPeak)
 	if n.kind == kindDir {
 		for name, c := range n.durable {
 			delete(n.durable, name)
@@ -343,6 +346,7 @@ func (f *FS) SyncAll() error {
 			delete(f.unsynced, n)
 		}
 	}
+	f.unsynced = shrunk(f.unsynced, &f.unsyncedPeak)
 	return nil
 }
 

@@ -110,6 +110,7 @@ func (fl *file) Close() error {
 		fl.n.writing = false
 		if fl.n.syncedLen >= fl.written {
 			delete(f.unsynced, fl.n)
+			f.unsynced = shrunk(f.unsynced, &f.unsyncedPeak)
 		}
 		f.mu.Unlock()
 	}

@@ -58,7 +58,8 @@ type FS struct {
 	// synced length: those open for writing, and those closed with bytes
 	// not synced yet. SyncAll visits only these, so its cost is that of
 	// the files written since the last one, not of all files.
-	unsynced map[*node]struct{}
+	unsynced     map[*node]struct{}
+	unsyncedPeak int // see shrunk
 
 	// log holds the directory operations that are not yet durable, in the
 	// order they happened (entries with done set are dropped lazily).
@@ -96,10 +97,12 @@ type node struct {
 	claim     *claim     // the holder of the in-process lock, if any
 
 	// Directories.
-	children map[string]*node
-	durable  map[string]*node    // the entries a crash would leave
-	slotOps  map[string][]*dirOp // pending ops naming an entry of this dir
-	watchers map[*watch]struct{} // live WatchDir watches
+	children  map[string]*node
+	childPeak int // see shrunk
+	slotPeak  int
+	durable   map[string]*node    // the entries a crash would leave
+	slotOps   map[string][]*dirOp // pending ops naming an entry of this dir
+	watchers  map[*watch]struct{} // live WatchDir watches
 
 	// Crash bookkeeping (crash.go).
 	pending []*dirOp // pending ops that move this node, oldest first
@@ -228,6 +231,28 @@ func (f *FS) scan(d *node, dir string) error {
 	return nil
 }
 
+// grew records that m may have reached a new peak size.
+func grew[K comparable, V any](m map[K]V, peak *int) {
+	*peak = max(*peak, len(m))
+}
+
+// shrunk returns m, or a fresh copy of it once it holds less than a quarter
+// of its peak. A Go map never gives its space back, and ranging over one
+// costs the most it ever held: a directory drained of 10,000 entries would
+// list (and SyncDir, and SyncAll) as slowly as a full one. The copy costs
+// len(m), paid for by the three times as many deletions since the peak.
+func shrunk[K comparable, V any](m map[K]V, peak *int) map[K]V {
+	if *peak < 64 || len(m) >= *peak/4 {
+		return m
+	}
+	c := make(map[K]V, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	*peak = len(m)
+	return c
+}
+
 func pathErr(op, name string, err error) error {
 	return &fs.PathError{Op: op, Path: name, Err: err}
 }
@@ -302,11 +327,19 @@ func (f *FS) parentOf(op, name string) (*node, string, error) {
 func (f *FS) link(d *node, elem string, n *node) {
 	n.parent, n.name = d, elem
 	d.children[elem] = n
+	grew(d.children, &d.childPeak)
 	if n.kind == kindFile {
 		f.files[n] = struct{}{}
 	}
 	f.logOp(&dirOp{kind: opCreate, n: n, to: slot{d, elem}})
 	f.notify(d)
+}
+
+// unlink takes n out of the entries of its parent.
+func unlink(n *node) {
+	d := n.parent
+	delete(d.children, n.name)
+	d.children = shrunk(d.children, &d.childPeak)
 }
 
 // CreateExcl creates name for writing. It fails with fs.ErrExist when name
@@ -338,6 +371,7 @@ func (f *FS) CreateExcl(name string) (core.File, error) {
 	f.link(d, elem, n)
 	n.writing = true
 	f.unsynced[n] = struct{}{}
+	grew(f.unsynced, &f.unsyncedPeak)
 	return &file{fsys: f, n: n, name: name, h: h, writable: true}, nil
 }
 
@@ -413,9 +447,10 @@ func (f *FS) Rename(oldname, newname string) error {
 		}
 	}
 	from := slot{n.parent, n.name}
-	delete(n.parent.children, n.name)
+	unlink(n)
 	n.parent, n.name = d, elem
 	d.children[elem] = n
+	grew(d.children, &d.childPeak)
 	o := &dirOp{kind: opRename, n: n, from: from, to: slot{d, elem}}
 	if from.dir != d {
 		// A move across directories must not be able to land in a
@@ -469,7 +504,7 @@ func (f *FS) Remove(name string) error {
 		}
 	}
 	from := slot{n.parent, n.name}
-	delete(n.parent.children, n.name)
+	unlink(n)
 	n.parent = nil
 	n.orphan = orphan
 	f.logOp(&dirOp{kind: opRemove, n: n, from: from})
