@@ -2,10 +2,11 @@
 // (core.FS) with a crash model, for tests and benchmarks.
 //
 // The contents live in an afero.Fs; the namespace is kept and checked by
-// memfs itself so that the contract holds exactly: exclusive create, rename that never replaces, sorted listings,
-// *fs.PathError values wrapping fs.ErrExist, fs.ErrNotExist,
-// syscall.ENOTEMPTY or core.ErrLocked. Claims are locks in an in-process
-// table; WatchDir wakes waiters in-process; SyncAll flushes every file.
+// memfs itself so that the contract holds exactly: exclusive create, rename
+// that never replaces, sorted listings, *fs.PathError values wrapping
+// fs.ErrExist, fs.ErrNotExist, syscall.ENOTEMPTY or core.ErrLocked. Claims
+// are locks in an in-process table; WatchDir wakes waiters in-process;
+// SyncAll flushes every file written since it last ran.
 //
 // New keeps file bytes in a private afero.MemMapFs under inode numbers, so
 // that renames and directories live only in memfs's tree and no operation

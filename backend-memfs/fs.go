@@ -54,7 +54,7 @@ type FS struct {
 	// files holds every file node whose bytes may still matter: the linked
 	// ones and the unlinked ones a crash could bring back (see crash.go).
 	files map[*node]struct{}
-	// unsynced holds the files of files that may have bytes past their
+	// unsynced holds the nodes of files that may have bytes past their
 	// synced length: those open for writing, and those closed with bytes
 	// not synced yet. SyncAll visits only these, so its cost is that of
 	// the files written since the last one, not of all files.
