@@ -19,6 +19,7 @@ import (
 	"time"
 
 	osfs "github.com/mqb-project/mqb/backend-os"
+	"github.com/mqb-project/mqb/conformance"
 	"github.com/mqb-project/mqb/core"
 )
 
@@ -455,6 +456,6 @@ func TestKill(t *testing.T) {
 	if err != nil || st.Chunks != 0 || st.Tmp != 0 {
 		t.Errorf("after the last consumer drained: %+v, %v", st, err)
 	}
-	t.Logf("%d SIGKILLs (%d producers, %d consumers); %d messages acknowledged, %d deliveries, %d duplicates of in-flight deliveries, %d delivered that a dying producer had not acknowledged, %d orphan sidecars left; slowest restart to open %v",
-		2*kills+1, len(producers), len(consumers), len(acked), len(deliveries)+dups, dups, unacked, st.Orphans, openWait.Round(time.Millisecond))
+	conformance.Report(t, fmt.Sprintf("%d SIGKILLs (%d producers, %d consumers); %d messages acknowledged, %d deliveries, %d duplicates of in-flight deliveries, %d delivered that a dying producer had not acknowledged, %d orphan sidecars left; slowest restart to open %v",
+		2*kills+1, len(producers), len(consumers), len(acked), len(deliveries)+dups, dups, unacked, st.Orphans, openWait.Round(time.Millisecond)))
 }

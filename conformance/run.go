@@ -141,8 +141,34 @@ func RunConfig(t *testing.T, cfg Config, newFS func(t *testing.T) core.FS) {
 			c.fn(t, e)
 		})
 	}
-	t.Logf("conformance summary: %d faults injected, %d crash points explored (%d crashed states reopened) (long=%v, seed=%d)",
+	summary := fmt.Sprintf("conformance summary: %d faults injected, %d crash points explored (%d crashed states reopened) (long=%v, seed=%d)",
 		atomic.LoadInt64(&stats.FaultsInjected), atomic.LoadInt64(&stats.CrashPoints), atomic.LoadInt64(&stats.CrashStates), cfg.Long, cfg.Seed)
+	t.Log(summary)
+	Report(t, summary)
+}
+
+// ReportEnv names an environment variable: when it holds a file name,
+// Report appends its lines there too, so that the figures of a passing run
+// (which go test hides without -v) can be shown, as CI does.
+const ReportEnv = "MQB_CONFORMANCE_REPORT"
+
+// Report logs line on t and, when ReportEnv names a file, appends it there
+// prefixed with the test's name.
+func Report(t *testing.T, line string) {
+	t.Helper()
+	name := os.Getenv(ReportEnv)
+	if name == "" {
+		return
+	}
+	f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Errorf("%s: %v", ReportEnv, err)
+		return
+	}
+	defer f.Close()
+	if _, err := fmt.Fprintf(f, "%s: %s\n", t.Name(), line); err != nil {
+		t.Errorf("%s: %v", ReportEnv, err)
+	}
 }
 
 // Result is the outcome of one check run by Check.
