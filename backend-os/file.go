@@ -3,7 +3,12 @@
 package osfs
 
 import (
-	"os"
+	"io"
+	"io/fs"
+	"path"
+	"sync"
+	"syscall"
+	"time"
 
 	"github.com/mqb-project/mqb/core"
 	"golang.org/x/sys/unix"
@@ -12,30 +17,30 @@ import (
 // CreateExcl creates the file name, write-only, with Options.FileMode. It
 // fails with an error matching fs.ErrExist when name exists, even as a
 // dangling symbolic link, and fs.ErrNotExist when its parent directory does
-// not exist. The File is an *os.File, so io.Copy can use its fast paths.
+// not exist. Close the File: nothing else releases its descriptor.
 func (f *FS) CreateExcl(name string) (core.File, error) {
-	var file *os.File
+	var opened *file
 	err := f.do("create", name, func(rootfd int) error {
 		fd, err := f.openBeneath(rootfd, name,
 			unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_LARGEFILE, f.fileMode)
 		if err != nil {
 			return err
 		}
-		file = os.NewFile(uintptr(fd), name)
+		opened = newFile(fd, name)
 		return nil
 	}, name)
 	if err != nil {
 		return nil, err
 	}
-	return file, nil
+	return opened, nil
 }
 
 // Open opens the regular file name read-only. A symbolic link is never
 // followed (error matching ErrSymlink), and anything that is not a regular
-// file is refused with ErrNotRegular; opening a FIFO does not block. The
-// File is an *os.File, so io.Copy can use its fast paths.
+// file is refused with ErrNotRegular; opening a FIFO does not block. Close
+// the File: nothing else releases its descriptor.
 func (f *FS) Open(name string) (core.File, error) {
-	var file *os.File
+	var opened *file
 	err := f.do("open", name, func(rootfd int) error {
 		fd, err := f.openBeneath(rootfd, name,
 			unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_LARGEFILE, 0)
@@ -46,24 +51,160 @@ func (f *FS) Open(name string) (core.File, error) {
 			unix.Close(fd)
 			return err
 		}
-		file = os.NewFile(uintptr(fd), name)
+		opened = newFile(fd, name)
 		return nil
 	}, name)
 	if err != nil {
 		return nil, err
 	}
-	return file, nil
+	return opened, nil
 }
 
 // mustBeRegular checks that fd, opened with O_NONBLOCK so that a FIFO could
 // not block the open, is a regular file, and makes it blocking again.
 func mustBeRegular(fd int) error {
 	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
+	if err := ignoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
 		return err
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return ErrNotRegular
 	}
-	return unix.SetNonblock(fd, false)
+	// Clear O_NONBLOCK with one F_SETFL rather than read-modify-write: of
+	// the flags F_SETFL can change, the callers set no other.
+	_, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, 0)
+	return err
+}
+
+// file is the core.File of CreateExcl and Open: a bare descriptor. Unlike an
+// *os.File it needs no system calls beyond the open (no flag probing, no
+// poller registration) and no finalizer, so nothing closes the descriptor
+// of a file that is never closed. Errors are *fs.PathError values carrying
+// the name given to the FS. It is safe for concurrent use; Close waits for
+// the calls in progress, so a descriptor is never used after it is closed
+// (and perhaps reused).
+type file struct {
+	name string
+	mu   sync.RWMutex // held shared by I/O calls, exclusively by Close
+	fd   int          // -1 once closed
+}
+
+func newFile(fd int, name string) *file { return &file{name: name, fd: fd} }
+
+// Read reads up to len(p) bytes; at the end of the file it returns 0, io.EOF.
+func (f *file) Read(p []byte) (int, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.fd < 0 {
+		return 0, f.closedErr("read")
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	for {
+		n, err := unix.Read(f.fd, p)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return 0, &fs.PathError{Op: "read", Path: f.name, Err: err}
+		case n == 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
+// Write writes all of p, or returns how much it wrote and why it stopped.
+func (f *file) Write(p []byte) (int, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.fd < 0 {
+		return 0, f.closedErr("write")
+	}
+	done := 0
+	for done < len(p) {
+		n, err := unix.Write(f.fd, p[done:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return done, &fs.PathError{Op: "write", Path: f.name, Err: err}
+		}
+		if n == 0 {
+			return done, &fs.PathError{Op: "write", Path: f.name, Err: io.ErrShortWrite}
+		}
+		done += n
+	}
+	return done, nil
+}
+
+// Sync makes the bytes written so far durable (fsync).
+func (f *file) Sync() error {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.fd < 0 {
+		return f.closedErr("sync")
+	}
+	return pathErr("sync", f.name, ignoringEINTR(func() error { return unix.Fsync(f.fd) }))
+}
+
+// Stat describes the open file, as os.File.Stat does: Name is the last
+// element of the name and Sys returns a *syscall.Stat_t.
+func (f *file) Stat() (fs.FileInfo, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.fd < 0 {
+		return nil, f.closedErr("stat")
+	}
+	fi := &fileInfo{name: path.Base(f.name)}
+	if err := ignoringEINTR(func() error { return syscall.Fstat(f.fd, &fi.sys) }); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: f.name, Err: err}
+	}
+	return fi, nil
+}
+
+// Close closes the descriptor. A second Close, and any call after it, fails
+// with an error matching fs.ErrClosed.
+func (f *file) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.fd < 0 {
+		return f.closedErr("close")
+	}
+	fd := f.fd
+	f.fd = -1
+	// Not retried on EINTR: Linux releases the descriptor even then.
+	return pathErr("close", f.name, unix.Close(fd))
+}
+
+func (f *file) closedErr(op string) error {
+	return &fs.PathError{Op: op, Path: f.name, Err: fs.ErrClosed}
+}
+
+// fileInfo is the fs.FileInfo of file.Stat and FS.Stat.
+type fileInfo struct {
+	name string
+	sys  syscall.Stat_t
+}
+
+func (fi *fileInfo) Name() string       { return fi.name }
+func (fi *fileInfo) Size() int64        { return fi.sys.Size }
+func (fi *fileInfo) ModTime() time.Time { return time.Unix(fi.sys.Mtim.Unix()) }
+func (fi *fileInfo) IsDir() bool        { return fi.Mode().IsDir() }
+func (fi *fileInfo) Sys() any           { return &fi.sys }
+
+// Mode converts st_mode as os.Stat does.
+func (fi *fileInfo) Mode() fs.FileMode {
+	m := fs.FileMode(fi.sys.Mode&0o777) | modeType(fi.sys.Mode&syscall.S_IFMT)
+	if fi.sys.Mode&syscall.S_ISUID != 0 {
+		m |= fs.ModeSetuid
+	}
+	if fi.sys.Mode&syscall.S_ISGID != 0 {
+		m |= fs.ModeSetgid
+	}
+	if fi.sys.Mode&syscall.S_ISVTX != 0 {
+		m |= fs.ModeSticky
+	}
+	return m
 }

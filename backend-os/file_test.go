@@ -146,3 +146,81 @@ func TestReadDirMany(t *testing.T) {
 		require.Equal(t, fmt.Sprintf("%09d.bin", i+1), e.Name())
 	}
 }
+
+func TestFile(t *testing.T) {
+	forEachResolution(t, func(t *testing.T, fsys *osfs.FS, root string) {
+		require.NoError(t, fsys.Mkdir("d"))
+		w, err := fsys.CreateExcl("d/f")
+		require.NoError(t, err)
+		n, err := w.Write(nil)
+		require.NoError(t, err)
+		require.Zero(t, n)
+		n, err = w.Write([]byte("hello"))
+		require.NoError(t, err)
+		require.Equal(t, 5, n)
+		_, err = w.Read(make([]byte, 1))
+		requirePathErr(t, err, "d/f", syscall.EBADF)
+
+		fi, err := w.Stat()
+		require.NoError(t, err)
+		want, err := os.Lstat(filepath.Join(root, "d", "f"))
+		require.NoError(t, err)
+		assert.Equal(t, "f", fi.Name())
+		assert.Equal(t, int64(5), fi.Size())
+		assert.Equal(t, want.Mode(), fi.Mode())
+		assert.True(t, want.ModTime().Equal(fi.ModTime()))
+		assert.False(t, fi.IsDir())
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		require.True(t, ok, "Sys is %T", fi.Sys())
+		assert.Equal(t, want.Sys().(*syscall.Stat_t).Ino, st.Ino)
+		require.NoError(t, w.Close())
+
+		r, err := fsys.Open("d/f")
+		require.NoError(t, err)
+		n, err = r.Read(nil)
+		require.NoError(t, err)
+		require.Zero(t, n)
+		buf := make([]byte, 8)
+		n, err = r.Read(buf)
+		require.NoError(t, err)
+		require.Equal(t, "hello", string(buf[:n]))
+		n, err = r.Read(buf)
+		require.Equal(t, io.EOF, err, "the end of the file is a bare io.EOF")
+		require.Zero(t, n)
+		_, err = r.Write([]byte("x"))
+		requirePathErr(t, err, "d/f", syscall.EBADF)
+		require.NoError(t, r.Close())
+
+		// After Close every call fails, and the descriptor is never used
+		// again (it may belong to another file by now).
+		requirePathErr(t, r.Close(), "d/f", fs.ErrClosed)
+		_, err = r.Read(buf)
+		requirePathErr(t, err, "d/f", fs.ErrClosed)
+		_, err = r.Write(buf)
+		requirePathErr(t, err, "d/f", fs.ErrClosed)
+		requirePathErr(t, r.Sync(), "d/f", fs.ErrClosed)
+		_, err = r.Stat()
+		requirePathErr(t, err, "d/f", fs.ErrClosed)
+	})
+}
+
+func TestFileConcurrentClose(t *testing.T) {
+	// Close may race with calls in progress (run with -race): each call
+	// either completes on the open descriptor or reports fs.ErrClosed.
+	fsys := newFS(t, t.TempDir())
+	createFS(t, fsys, "f", "content")
+	for range 50 {
+		f, err := fsys.Open("f")
+		require.NoError(t, err)
+		done := make(chan error, 3)
+		go func() { _, err := f.Read(make([]byte, 3)); done <- err }()
+		go func() { _, err := f.Stat(); done <- err }()
+		go func() { done <- f.Close() }()
+		for range 3 {
+			if err := <-done; err != nil {
+				require.ErrorIs(t, err, fs.ErrClosed)
+			}
+		}
+		require.ErrorIs(t, f.Close(), fs.ErrClosed)
+	}
+}

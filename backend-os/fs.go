@@ -5,6 +5,7 @@ package osfs
 import (
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -247,10 +248,13 @@ func (f *FS) Stat(name string) (fs.FileInfo, error) {
 		if err != nil {
 			return err
 		}
-		file := os.NewFile(uintptr(fd), name)
-		defer file.Close()
-		fi, err = file.Stat()
-		return err
+		defer unix.Close(fd)
+		info := &fileInfo{name: path.Base(name)}
+		if err := ignoringEINTR(func() error { return syscall.Fstat(fd, &info.sys) }); err != nil {
+			return err
+		}
+		fi = info
+		return nil
 	}, name)
 	if err != nil {
 		return nil, err
