@@ -7,7 +7,9 @@
 //     held open for the life of the FS, with openat2(RESOLVE_BENEATH |
 //     RESOLVE_NO_SYMLINKS), or one element at a time with O_NOFOLLOW where
 //     openat2 is unavailable. No name reaches outside the root and no
-//     symbolic link below it is followed (ErrSymlink).
+//     symbolic link below it is followed (ErrSymlink). Descriptors of the
+//     subdirectories used last are kept for Rename, Remove and Mkdir (see
+//     FS).
 //   - Exclusive names. CreateExcl uses O_EXCL; Rename uses
 //     renameat2(RENAME_NOREPLACE), or link then unlink where the filesystem
 //     lacks it, so neither ever replaces an existing name.

@@ -49,6 +49,15 @@ type Options struct {
 // New.) The root stays open, so the FS keeps working on the same directory
 // even if the root path is later renamed or replaced.
 //
+// Rename, Remove and Mkdir reach names in subdirectories through
+// descriptors of those directories kept from earlier calls (a few, the
+// most recently used), rather than resolving the directory each time. A
+// kept descriptor found to be of a removed directory is dropped and the
+// name resolved afresh, so nothing is ever put into a directory that was
+// removed, even one made again under the same name. A subdirectory that
+// another process renames is still reached under its old name while its
+// descriptor is kept; the spool protocol never renames directories.
+//
 // An FS is safe for concurrent use. After Close every method fails with an
 // error matching fs.ErrClosed; files and claims it handed out stay usable.
 type FS struct {
@@ -62,6 +71,8 @@ type FS struct {
 	// Switches for tests: take the fallback paths on kernels that do not need them.
 	noRenameat2 bool
 	noProcFD    bool
+
+	dirs dirCache // descriptors of subdirectories, for Rename, Remove and Mkdir
 
 	mu      sync.Mutex // guards watcher and closed
 	watcher *watcher
@@ -138,6 +149,7 @@ func (f *FS) Close() error {
 	if w != nil {
 		w.close()
 	}
+	f.dirs.close()
 	return f.dir.Close()
 }
 
@@ -167,17 +179,29 @@ func (f *FS) do(op, path string, fn func(rootfd int) error, names ...string) err
 // cannot move a directory.
 func (f *FS) Rename(oldname, newname string) error {
 	return f.do("rename", oldname+" -> "+newname, func(rootfd int) error {
-		odir, obase, err := f.parentAt(rootfd, oldname)
-		if err != nil {
-			return err
+		for fresh := false; ; fresh = true {
+			from, err := f.parentAt(rootfd, oldname, fresh)
+			if err != nil {
+				return err
+			}
+			to, err := f.parentAt(rootfd, newname, fresh)
+			if err != nil {
+				f.release(from)
+				return err
+			}
+			err = f.renameNoReplace(from.fd, from.base, to.fd, to.base)
+			f.release(from)
+			f.release(to)
+			if err == nil {
+				// Had oldname been a directory, kept descriptors of it
+				// and below would now be reached under the wrong names.
+				f.dirs.forget(oldname)
+				f.dirs.forget(newname)
+			}
+			if !(from.cached || to.cached) || !mayBeStale(err) {
+				return err // else as inParent: try again, resolving afresh
+			}
 		}
-		defer closeParent(rootfd, odir)
-		ndir, nbase, err := f.parentAt(rootfd, newname)
-		if err != nil {
-			return err
-		}
-		defer closeParent(rootfd, ndir)
-		return f.renameNoReplace(odir, obase, ndir, nbase)
 	}, oldname, newname)
 }
 
@@ -212,16 +236,16 @@ func (f *FS) renameNoReplace(odir int, obase string, ndir int, nbase string) err
 // does not exist and syscall.ENOTEMPTY when the directory has entries.
 func (f *FS) Remove(name string) error {
 	return f.do("remove", name, func(rootfd int) error {
-		dir, base, err := f.parentAt(rootfd, name)
-		if err != nil {
+		return f.inParent(rootfd, name, func(dirfd int, base string) error {
+			err := ignoringEINTR(func() error { return unix.Unlinkat(dirfd, base, 0) })
+			if err == unix.EISDIR {
+				err = ignoringEINTR(func() error { return unix.Unlinkat(dirfd, base, unix.AT_REMOVEDIR) })
+				if err == nil {
+					f.dirs.forget(name)
+				}
+			}
 			return err
-		}
-		defer closeParent(rootfd, dir)
-		err = ignoringEINTR(func() error { return unix.Unlinkat(dir, base, 0) })
-		if err == unix.EISDIR {
-			err = ignoringEINTR(func() error { return unix.Unlinkat(dir, base, unix.AT_REMOVEDIR) })
-		}
-		return err
+		})
 	}, name)
 }
 
@@ -230,12 +254,13 @@ func (f *FS) Remove(name string) error {
 // included) and fs.ErrNotExist when its parent does not.
 func (f *FS) Mkdir(name string) error {
 	return f.do("mkdir", name, func(rootfd int) error {
-		dir, base, err := f.parentAt(rootfd, name)
-		if err != nil {
+		return f.inParent(rootfd, name, func(dirfd int, base string) error {
+			err := ignoringEINTR(func() error { return unix.Mkdirat(dirfd, base, f.dirMode) })
+			if err == nil {
+				f.dirs.forget(name) // anything kept under this name is of a removed directory
+			}
 			return err
-		}
-		defer closeParent(rootfd, dir)
-		return ignoringEINTR(func() error { return unix.Mkdirat(dir, base, f.dirMode) })
+		})
 	}, name)
 }
 

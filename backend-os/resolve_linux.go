@@ -104,26 +104,62 @@ func isSymlinkAt(dirfd int, name string) bool {
 		st.Mode&unix.S_IFMT == unix.S_IFLNK
 }
 
-// parentAt returns a descriptor of the directory that holds name, and
-// name's last element, for the *at system calls. Release the descriptor with
-// closeParent.
-func (f *FS) parentAt(rootfd int, name string) (dirfd int, base string, err error) {
-	i := strings.LastIndexByte(name, '/')
-	if i < 0 {
-		return rootfd, name, nil
-	}
-	fd, err := f.openBeneath(rootfd, name[:i], unix.O_PATH|unix.O_DIRECTORY, 0)
-	if err != nil {
-		return -1, "", err
-	}
-	return fd, name[i+1:], nil
+// parent is the directory that holds a name, for the *at system calls.
+type parent struct {
+	fd     int
+	base   string  // the name's last element
+	dir    *dirRef // nil when the directory is the root
+	cached bool    // fd was kept from an earlier call
 }
 
-func closeParent(rootfd, dirfd int) {
-	if dirfd != rootfd {
-		unix.Close(dirfd)
+// parentAt returns the directory that holds name, a kept descriptor when
+// there is one (unless fresh) or a newly resolved one, which is then kept.
+// Give it back with release.
+func (f *FS) parentAt(rootfd int, name string, fresh bool) (parent, error) {
+	i := strings.LastIndexByte(name, '/')
+	if i < 0 {
+		return parent{fd: rootfd, base: name}, nil
+	}
+	dir := name[:i]
+	d, cached, err := f.dirs.get(dir, fresh, func() (int, error) {
+		return f.openBeneath(rootfd, dir, unix.O_PATH|unix.O_DIRECTORY, 0)
+	})
+	if err != nil {
+		return parent{}, err
+	}
+	return parent{fd: d.fd, base: name[i+1:], dir: d, cached: cached}, nil
+}
+
+func (f *FS) release(p parent) {
+	if p.dir != nil {
+		f.dirs.put(p.dir)
 	}
 }
+
+// inParent runs op with the directory that holds name and name's last
+// element. When op fails through a kept descriptor in a way that can mean
+// the directory was removed since (see dirCache), it runs op again on a
+// fresh resolution; failing had no effect, so the result is the one a
+// fresh resolution gives.
+func (f *FS) inParent(rootfd int, name string, op func(dirfd int, base string) error) error {
+	for fresh := false; ; fresh = true {
+		p, err := f.parentAt(rootfd, name, fresh)
+		if err != nil {
+			return err
+		}
+		err = op(p.fd, p.base)
+		f.release(p)
+		if !p.cached || !mayBeStale(err) {
+			return err
+		}
+	}
+}
+
+// mayBeStale reports whether err, from a call through a kept directory
+// descriptor, can mean that the directory was removed: Linux fails new
+// entries in a removed directory with ENOENT, NFS a removed file handle
+// with ESTALE.
+func mayBeStale(err error) bool { return err == unix.ENOENT || err == unix.ESTALE }
 
 // ignoringEINTR retries fn while it is interrupted by a signal.
 func ignoringEINTR(fn func() error) error {

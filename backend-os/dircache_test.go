@@ -1,0 +1,182 @@
+//go:build linux
+
+package osfs_test
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	osfs "github.com/mqb-project/mqb/backend-os"
+)
+
+// TestRemovedDirRefusesEntries checks the kernel behaviour the directory
+// cache relies on: through a descriptor of a directory that was removed,
+// even one made again under the same name, nothing can be created, renamed
+// or linked (ENOENT), so no data can land in the unlinked directory. fsync
+// of such a descriptor succeeds, which is why SyncDir does not use the cache.
+func TestRemovedDirRefusesEntries(t *testing.T) {
+	root := t.TempDir()
+	rootfd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	require.NoError(t, err)
+	defer unix.Close(rootfd)
+	require.NoError(t, unix.Mkdirat(rootfd, "d", 0o700))
+	for _, flags := range []int{unix.O_PATH, unix.O_RDONLY} {
+		t.Run(fmt.Sprintf("flags=%#x", flags), func(t *testing.T) {
+			dfd, err := unix.Openat(rootfd, "d", flags|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			require.NoError(t, err)
+			defer unix.Close(dfd)
+			require.NoError(t, unix.Unlinkat(rootfd, "d", unix.AT_REMOVEDIR))
+			require.NoError(t, unix.Mkdirat(rootfd, "d", 0o700)) // made again
+
+			_, err = unix.Openat(dfd, "f", unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
+			require.Equal(t, unix.ENOENT, err, "create")
+			require.Equal(t, unix.ENOENT, unix.Mkdirat(dfd, "s", 0o700), "mkdir")
+			fd, err := unix.Openat(rootfd, "src", unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
+			require.NoError(t, err)
+			unix.Close(fd)
+			require.Equal(t, unix.ENOENT, unix.Renameat2(rootfd, "src", dfd, "f", unix.RENAME_NOREPLACE), "rename into")
+			require.Equal(t, unix.ENOENT, unix.Renameat(rootfd, "src", dfd, "f"), "plain rename into")
+			require.Equal(t, unix.ENOENT, unix.Linkat(rootfd, "src", dfd, "f", 0), "link into")
+			require.Equal(t, unix.ENOENT, unix.Unlinkat(dfd, "f", 0), "unlink")
+			require.Equal(t, unix.ENOENT, unix.Renameat2(dfd, "f", rootfd, "g", unix.RENAME_NOREPLACE), "rename from")
+			require.NoError(t, unix.Unlinkat(rootfd, "src", 0))
+			entries, err := os.ReadDir(filepath.Join(root, "d"))
+			require.NoError(t, err)
+			require.Empty(t, entries, "nothing reached the directory made again")
+			if flags == unix.O_RDONLY {
+				require.NoError(t, unix.Fsync(dfd), "fsync does not tell")
+			}
+		})
+	}
+}
+
+// TestDirCacheRemovedByOthers has the directory a kept descriptor refers to
+// removed and made again behind the FS's back, as a consumer and a producer
+// in other processes do with shard directories: every call must reach the
+// new directory.
+func TestDirCacheRemovedByOthers(t *testing.T) {
+	forEachResolution(t, func(t *testing.T, fsys *osfs.FS, root string) {
+		dir := filepath.Join(root, "a", "b")
+		remake := func() {
+			t.Helper()
+			require.NoError(t, os.RemoveAll(filepath.Join(root, "a")))
+			require.NoError(t, os.MkdirAll(dir, 0o700))
+		}
+		require.NoError(t, os.MkdirAll(dir, 0o700))
+		use := func() { // keeps a descriptor of a/b
+			t.Helper()
+			createFS(t, fsys, "a/b/k.tmp", "x")
+			require.NoError(t, fsys.Rename("a/b/k.tmp", "a/b/k"))
+			require.NoError(t, fsys.Remove("a/b/k"))
+			require.NoError(t, fsys.Mkdir("a/b/k.d"))
+			require.NoError(t, fsys.Remove("a/b/k.d"))
+		}
+
+		use()
+		remake()
+		createFS(t, fsys, "a/b/t", "x")
+		require.NoError(t, fsys.Rename("a/b/t", "a/b/u"), "rename in a directory made again")
+		require.FileExists(t, filepath.Join(dir, "u"))
+
+		use()
+		remake()
+		writeFile(t, filepath.Join(dir, "f"), "x")
+		require.NoError(t, fsys.Remove("a/b/f"), "remove in a directory made again")
+		requireNotExist(t, filepath.Join(dir, "f"))
+
+		use()
+		remake()
+		require.NoError(t, fsys.Mkdir("a/b/s"), "mkdir in a directory made again")
+		require.DirExists(t, filepath.Join(dir, "s"))
+
+		use()
+		remake()
+		writeFile(t, filepath.Join(root, "top"), "x")
+		require.NoError(t, fsys.Rename("top", "a/b/top"), "rename into a directory made again")
+		require.FileExists(t, filepath.Join(dir, "top"))
+
+		// Removed and not made again: the errors of a fresh resolution.
+		use()
+		require.NoError(t, os.RemoveAll(filepath.Join(root, "a")))
+		requirePathErr(t, fsys.Rename("top", "a/b/top"), "top -> a/b/top", unix.ENOENT)
+		requirePathErr(t, fsys.Remove("a/b/u"), "a/b/u", unix.ENOENT)
+		requirePathErr(t, fsys.Mkdir("a/b/s"), "a/b/s", unix.ENOENT)
+	})
+}
+
+// TestDirCacheOwnChanges covers the FS's own Remove, Rename and Mkdir of
+// directories it keeps descriptors of.
+func TestDirCacheOwnChanges(t *testing.T) {
+	forEachResolution(t, func(t *testing.T, fsys *osfs.FS, root string) {
+		for _, d := range []string{"a", "a/b"} {
+			require.NoError(t, fsys.Mkdir(d))
+		}
+		createFS(t, fsys, "a/b/t", "x")
+		require.NoError(t, fsys.Rename("a/b/t", "a/b/u")) // keeps a/b
+
+		// A directory renamed by this FS is not reached under its old name.
+		require.NoError(t, fsys.Rename("a", "z"))
+		require.NoError(t, fsys.Mkdir("a"))
+		require.NoError(t, fsys.Mkdir("a/b"))
+		createFS(t, fsys, "a/b/t", "y")
+		require.NoError(t, fsys.Rename("a/b/t", "a/b/u"))
+		require.Equal(t, "y", readFS(t, fsys, "a/b/u"))
+		require.Equal(t, "x", readFS(t, fsys, "z/b/u"))
+
+		// Nor one removed and made again.
+		require.NoError(t, fsys.Remove("z/b/u"))
+		require.NoError(t, fsys.Remove("z/b"))
+		require.NoError(t, fsys.Mkdir("z/b"))
+		createFS(t, fsys, "z/b/t", "w")
+		require.NoError(t, fsys.Rename("z/b/t", "z/b/v"))
+		require.Equal(t, "w", readFS(t, fsys, "z/b/v"))
+	})
+}
+
+// TestDirCacheMany uses more directories than the cache keeps, from several
+// goroutines (run with -race), and checks that Close releases every
+// descriptor.
+func TestDirCacheMany(t *testing.T) {
+	root := t.TempDir()
+	before := openFDs(t)
+	fsys, err := osfs.New(root, osfs.Options{})
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 40 {
+				d := fmt.Sprintf("d%02d", (i*7+g)%40)
+				if err := fsys.Mkdir(d); err != nil && !errors.Is(err, fs.ErrExist) {
+					t.Error(err)
+					return
+				}
+				name := fmt.Sprintf("%s/f%d", d, g)
+				f, err := fsys.CreateExcl(name + ".tmp")
+				if err == nil {
+					err = f.Close()
+				}
+				if err == nil {
+					err = fsys.Rename(name+".tmp", name)
+				}
+				if err == nil {
+					err = fsys.Remove(name)
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, fsys.Close())
+	require.Equal(t, before, openFDs(t))
+}
