@@ -72,3 +72,23 @@ func BenchmarkSpoolCalls(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReadDir lists a directory of 4096 payloads and their sidecars,
+// as a consumer does to find its backlog.
+func BenchmarkReadDir(b *testing.B) {
+	fsys, err := osfs.New(benchRoot(b), osfs.Options{})
+	require.NoError(b, err)
+	defer fsys.Close()
+	for i := range 4096 {
+		for _, ext := range []string{".json", ".bin"} {
+			f, err := fsys.CreateExcl(fmt.Sprintf("%09d%s", i, ext))
+			require.NoError(b, err)
+			require.NoError(b, f.Close())
+		}
+	}
+	for b.Loop() {
+		entries, err := fsys.ReadDir(".")
+		require.NoError(b, err)
+		require.Len(b, entries, 2*4096)
+	}
+}

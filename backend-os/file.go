@@ -51,6 +51,9 @@ func (f *FS) Open(name string) (core.File, error) {
 			unix.Close(fd)
 			return err
 		}
+		// The descriptor stays O_NONBLOCK: Linux ignores the flag for
+		// regular files, so clearing it would only cost a system call
+		// (file.Read clears it if a filesystem ever honours it).
 		opened = newFile(fd, name)
 		return nil
 	}, name)
@@ -61,7 +64,7 @@ func (f *FS) Open(name string) (core.File, error) {
 }
 
 // mustBeRegular checks that fd, opened with O_NONBLOCK so that a FIFO could
-// not block the open, is a regular file, and makes it blocking again.
+// not block the open, is a regular file.
 func mustBeRegular(fd int) error {
 	var st unix.Stat_t
 	if err := ignoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
@@ -70,8 +73,12 @@ func mustBeRegular(fd int) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return ErrNotRegular
 	}
-	// Clear O_NONBLOCK with one F_SETFL rather than read-modify-write: of
-	// the flags F_SETFL can change, the callers set no other.
+	return nil
+}
+
+// clearNonblock makes fd, opened with O_NONBLOCK, blocking. Of the flags
+// F_SETFL can change, the callers set no other, hence no F_GETFL.
+func clearNonblock(fd int) error {
 	_, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, 0)
 	return err
 }
@@ -105,6 +112,13 @@ func (f *file) Read(p []byte) (int, error) {
 		n, err := unix.Read(f.fd, p)
 		switch {
 		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			// Open left O_NONBLOCK set, and this filesystem honours it
+			// for a regular file: block like any file read.
+			if err := clearNonblock(f.fd); err != nil {
+				return 0, &fs.PathError{Op: "read", Path: f.name, Err: err}
+			}
 			continue
 		case err != nil:
 			return 0, &fs.PathError{Op: "read", Path: f.name, Err: err}

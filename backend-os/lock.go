@@ -36,7 +36,11 @@ func (f *FS) Lock(name string) (core.Claim, error) {
 		if err != nil {
 			return err
 		}
-		if err := mustBeRegular(fd); err != nil {
+		err = mustBeRegular(fd)
+		if err == nil {
+			err = clearNonblock(fd) // the claim is an *os.File, kept blocking
+		}
+		if err != nil {
 			unix.Close(fd)
 			return err
 		}

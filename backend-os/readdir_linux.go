@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,20 +17,24 @@ import (
 // link is reported as one); Info describes an entry as Stat does, at the
 // time it is called. The directory itself is never reached through a link.
 func (f *FS) ReadDir(name string) ([]fs.DirEntry, error) {
-	var entries []fs.DirEntry
+	var list []*dirEntry
 	err := f.do("readdir", name, func(rootfd int) error {
 		fd, err := f.openBeneath(rootfd, name, unix.O_RDONLY|unix.O_DIRECTORY, 0)
 		if err != nil {
 			return err
 		}
 		defer unix.Close(fd)
-		entries, err = f.readDirents(fd, name)
+		list, err = f.readDirents(fd, name)
 		return err
 	}, name)
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	slices.SortFunc(list, func(a, b *dirEntry) int { return strings.Compare(a.name, b.name) })
+	entries := make([]fs.DirEntry, len(list))
+	for i, e := range list {
+		entries[i] = e
+	}
 	return entries, nil
 }
 
@@ -41,13 +46,20 @@ const (
 	direntName   = 19
 )
 
+// direntBufs holds getdents64 buffers for reuse: a spool lists its
+// directories over and over.
+var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
 // readDirents reads every entry of the open directory fd with getdents64,
 // taking types from d_type and falling back to fstatat on filesystems that
 // do not fill it in. (os.File.ReadDir would lstat such entries by path,
 // outside the confined resolution.)
-func (f *FS) readDirents(fd int, dir string) ([]fs.DirEntry, error) {
-	var entries []fs.DirEntry
-	buf := make([]byte, 32<<10)
+func (f *FS) readDirents(fd int, dir string) ([]*dirEntry, error) {
+	var entries []*dirEntry
+	var block []dirEntry // entries are allocated many at a time
+	bufp := direntBufs.Get().(*[]byte)
+	defer direntBufs.Put(bufp)
+	buf := *bufp
 	for {
 		var n int
 		err := ignoringEINTR(func() (err error) {
@@ -73,7 +85,11 @@ func (f *FS) readDirents(fd int, dir string) ([]fs.DirEntry, error) {
 			if string(name) == "." || string(name) == ".." {
 				continue
 			}
-			e := &dirEntry{fsys: f, dir: dir, name: string(name)}
+			if len(block) == cap(block) {
+				block = make([]dirEntry, 0, min(max(2*cap(block), 16), 512))
+			}
+			block = append(block, dirEntry{fsys: f, dir: dir, name: string(name)})
+			e := &block[len(block)-1]
 			if typ == unix.DT_UNKNOWN {
 				var st unix.Stat_t
 				if err := unix.Fstatat(fd, e.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
