@@ -62,8 +62,6 @@ type Options struct {
 // error matching fs.ErrClosed; files and claims it handed out stay usable.
 type FS struct {
 	root     string
-	dir      *os.File // the root directory; every name resolves from it
-	rc       syscall.RawConn
 	fileMode uint32
 	dirMode  uint32
 	walk     bool // openat2 is unusable: resolve one element at a time
@@ -71,6 +69,12 @@ type FS struct {
 	// Switches for tests: take the fallback paths on kernels that do not need them.
 	noRenameat2 bool
 	noProcFD    bool
+
+	// rootfd is the root directory, from which every name resolves; -1
+	// once closed. Calls hold rootMu shared while they use it, so that
+	// Close, which holds it exclusively, never closes it under them.
+	rootMu sync.RWMutex
+	rootfd int
 
 	dirs dirCache // descriptors of subdirectories, for Rename, Remove and Mkdir
 
@@ -109,16 +113,9 @@ func New(root string, opts Options) (*FS, error) {
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: root, Err: err}
 	}
-	dir := os.NewFile(uintptr(fd), root)
-	rc, err := dir.SyscallConn()
-	if err != nil {
-		dir.Close()
-		return nil, err
-	}
 	return &FS{
 		root:     root,
-		dir:      dir,
-		rc:       rc,
+		rootfd:   fd,
 		fileMode: fileMode,
 		dirMode:  dirMode,
 		walk:     !openat2Usable(fd),
@@ -138,9 +135,10 @@ func permOption(field string, mode, def fs.FileMode) (uint32, error) {
 // Root returns the absolute, cleaned path of the root directory.
 func (f *FS) Root() string { return f.root }
 
-// Close stops every DirWatch and closes the root directory. It does not
-// release claims taken with Lock, nor close files: release and close those
-// separately.
+// Close stops every DirWatch and closes the root directory, once the calls
+// in progress have returned. It does not release claims taken with Lock,
+// nor close files: release and close those separately. A second Close fails
+// with an error matching fs.ErrClosed.
 func (f *FS) Close() error {
 	f.mu.Lock()
 	w := f.watcher
@@ -149,24 +147,32 @@ func (f *FS) Close() error {
 	if w != nil {
 		w.close()
 	}
+	f.rootMu.Lock()
+	fd := f.rootfd
+	f.rootfd = -1
+	f.rootMu.Unlock()
+	if fd < 0 {
+		return &fs.PathError{Op: "close", Path: f.root, Err: fs.ErrClosed}
+	}
 	f.dirs.close()
-	return f.dir.Close()
+	return pathErr("close", f.root, unix.Close(fd))
 }
 
-// do validates name and runs fn with the root directory descriptor, which
-// stays open until fn returns even if Close runs meanwhile. Errors come back
-// as *fs.PathError for op and path.
+// do validates names and runs fn with the root directory descriptor, which
+// stays open until fn returns. Errors come back as *fs.PathError for op and
+// path. fn must not call do again: with Close waiting, it would deadlock.
 func (f *FS) do(op, path string, fn func(rootfd int) error, names ...string) error {
 	for _, n := range names {
 		if !fs.ValidPath(n) {
 			return &fs.PathError{Op: op, Path: path, Err: fs.ErrInvalid}
 		}
 	}
-	var err error
-	if cerr := f.rc.Control(func(fd uintptr) { err = fn(int(fd)) }); cerr != nil {
-		err = fs.ErrClosed
+	f.rootMu.RLock()
+	defer f.rootMu.RUnlock()
+	if f.rootfd < 0 {
+		return &fs.PathError{Op: op, Path: path, Err: fs.ErrClosed}
 	}
-	return pathErr(op, path, err)
+	return pathErr(op, path, fn(f.rootfd))
 }
 
 // Rename moves oldname to newname atomically and never replaces newname:
@@ -178,7 +184,7 @@ func (f *FS) do(op, path string, fn func(rootfd int) error, names ...string) err
 // crash between the two steps, can leave both names on the same file; it
 // cannot move a directory.
 func (f *FS) Rename(oldname, newname string) error {
-	return f.do("rename", oldname+" -> "+newname, func(rootfd int) error {
+	err := f.do("rename", oldname, func(rootfd int) error {
 		for fresh := false; ; fresh = true {
 			from, err := f.parentAt(rootfd, oldname, fresh)
 			if err != nil {
@@ -203,6 +209,10 @@ func (f *FS) Rename(oldname, newname string) error {
 			}
 		}
 	}, oldname, newname)
+	if pe, ok := err.(*fs.PathError); ok {
+		pe.Path = oldname + " -> " + newname // built only when needed
+	}
+	return err
 }
 
 func (f *FS) renameNoReplace(odir int, obase string, ndir int, nbase string) error {
