@@ -39,7 +39,7 @@ var Schema = &core.Schema{
 		{Name: "extension", Type: core.TypeString,
 			Doc: "Target: file name extension (default by format: .jsonl, .csv, .txt, .bin)."},
 		{Name: "file_mode", Type: core.TypeFileMode, Default: "0600",
-			Doc: "Target: permission bits of the files it writes (less the umask)."},
+			Doc: "Target: permission bits of the files it writes (less the umask); 0000 is refused."},
 	},
 }
 
