@@ -132,13 +132,9 @@ func notPublished(t *testing.T, zone, _, logs string) {
 	assert.Contains(t, logs, "leaving alone an entry named like a writer's hidden file")
 }
 
-// TestSymlinksInTheZone plants symbolic links where the connector reads,
-// writes, locks, cuts back and publishes, and checks that none is followed:
-// the victim file and directory outside the zone are untouched, nothing is
-// created outside, and the connector either works around the link or
-// refuses with an error that names it.
-func TestSymlinksInTheZone(t *testing.T) {
-	attacks := []attack{
+// sourceAttacks are links planted where a source reads, locks and saves.
+func sourceAttacks() []attack {
+	return []attack{
 		{name: "state .tmp to a file outside",
 			plant: func(t *testing.T, zone, out string) {
 				link(t, filepath.Join(out, "victim"), filepath.Join(zone, stateTmp))
@@ -201,6 +197,13 @@ func TestSymlinksInTheZone(t *testing.T) {
 			check: func(t *testing.T, zone, _, logs string) {
 				assert.Contains(t, logs, "not reading an entry that is not a regular file")
 			}},
+	}
+}
+
+// targetAttacks are links planted where a target locks, cuts back and
+// publishes.
+func targetAttacks() []attack {
+	return []attack{
 		{name: "writer lock dangling, to a new file outside",
 			plant: func(t *testing.T, zone, out string) {
 				link(t, filepath.Join(out, "created"), filepath.Join(zone, dropzone.WriterLockFile))
@@ -240,6 +243,15 @@ func TestSymlinksInTheZone(t *testing.T) {
 				assert.ErrorIs(t, err, os.ErrNotExist, "the planted link is removed, not written through")
 			}},
 	}
+}
+
+// TestSymlinksInTheZone plants symbolic links where the connector reads,
+// writes, locks, cuts back and publishes, and checks that none is followed:
+// the victim file and directory outside the zone are untouched, nothing is
+// created outside, and the connector either works around the link or
+// refuses with an error that names it.
+func TestSymlinksInTheZone(t *testing.T) {
+	attacks := append(sourceAttacks(), targetAttacks()...)
 	for _, a := range attacks {
 		t.Run(a.name, func(t *testing.T) {
 			zone, out := t.TempDir(), t.TempDir()
