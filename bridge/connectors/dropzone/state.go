@@ -121,11 +121,17 @@ func (st *stateFile) recover() ([]byte, error) {
 	} else if err != nil {
 		return nil, err
 	}
-	b, err := readFile(st.fsys, st.tmp())
+	from := st.tmp()
+	b, err := readFile(st.fsys, from)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Not a state this sequence leaves; the last complete one is old.
+		from = st.old()
+		b, err = readFile(st.fsys, from)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if err := st.fsys.Rename(st.tmp(), st.name); err != nil {
+	if err := st.fsys.Rename(from, st.name); err != nil {
 		return nil, err
 	}
 	return b, st.fsys.SyncDir(st.dir())
