@@ -35,10 +35,10 @@ var ErrEndOfInput = errors.New("end of input")
 type Source interface {
 	// Connect opens the source. It is called once before ReadBatch.
 	Connect(ctx context.Context) error
-	// ReadBatch returns between 1 and max messages and the function that
+	// ReadBatch returns between 1 and limit messages and the function that
 	// settles them, or ErrEndOfInput. It blocks until messages arrive or
 	// ctx ends. Batches may be read before earlier ones are settled.
-	ReadBatch(ctx context.Context, max int) ([]*Message, AckFunc, error)
+	ReadBatch(ctx context.Context, limit int) ([]*Message, AckFunc, error)
 	// Close releases the source. Unsettled messages are delivered again by
 	// the next reader (at least once).
 	Close(ctx context.Context) error

@@ -36,12 +36,12 @@ type Layout struct {
 	metaTail    string // suffix + metaExt
 }
 
-// Kind tells what a chunk file name stands for.
-type Kind int
+// ChunkKind tells what a chunk file name stands for.
+type ChunkKind int
 
 // The kinds of chunk files.
 const (
-	KindPayload Kind = iota + 1
+	KindPayload ChunkKind = iota + 1
 	KindSidecar
 	KindPayloadTmp
 	KindSidecarTmp
@@ -266,13 +266,13 @@ func (l *Layout) IsShardDir(name string) bool {
 
 // ParseLeaf parses a file name found in a leaf directory (dir is that
 // directory, "." when flat) into its sequence number and kind.
-func (l *Layout) ParseLeaf(dir, name string) (seq uint64, kind Kind, ok bool) {
+func (l *Layout) ParseLeaf(dir, name string) (seq uint64, kind ChunkKind, ok bool) {
 	tmp := strings.HasSuffix(name, TmpSuffix)
 	base := strings.TrimSuffix(name, TmpSuffix)
 	var digits string
 	// Match the longer extension first so that neither shadows the other.
 	tails := [2]string{l.payloadTail, l.metaTail}
-	kinds := [2]Kind{KindPayload, KindSidecar}
+	kinds := [2]ChunkKind{KindPayload, KindSidecar}
 	if len(l.metaTail) > len(l.payloadTail) {
 		tails[0], tails[1] = tails[1], tails[0]
 		kinds[0], kinds[1] = kinds[1], kinds[0]
@@ -309,7 +309,7 @@ func (l *Layout) ParseLeaf(dir, name string) (seq uint64, kind Kind, ok bool) {
 }
 
 // Parse parses a path relative to the root.
-func (l *Layout) Parse(rel string) (seq uint64, kind Kind, ok bool) {
+func (l *Layout) Parse(rel string) (seq uint64, kind ChunkKind, ok bool) {
 	dir, name := path.Split(rel)
 	dir = strings.TrimSuffix(dir, "/")
 	if dir == "" {

@@ -45,7 +45,7 @@ func TestLayoutNames(t *testing.T) {
 			}
 			for _, c := range []struct {
 				name string
-				kind Kind
+				kind ChunkKind
 			}{{tt.wantPayload, KindPayload}, {tt.wantSidecar, KindSidecar}, {tt.wantPayload + ".tmp", KindPayloadTmp}, {tt.wantSidecar + ".tmp", KindSidecarTmp}} {
 				if c.name == "" || c.name == ".tmp" {
 					continue

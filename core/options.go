@@ -3,28 +3,68 @@ package core
 import (
 	"io/fs"
 	"net/url"
+	"slices"
 	"time"
 )
 
-// Fsync policies.
+// FsyncPolicy says when a producer or a consumer flushes its writes and
+// deletes to stable storage (the fsync option).
+type FsyncPolicy string
+
+// The fsync policies.
 const (
-	FsyncNone  = "none"
-	FsyncBatch = "batch"
-	FsyncChunk = "chunk"
+	FsyncNone  FsyncPolicy = "none"  // never: survives a process crash, not a power cut
+	FsyncBatch FsyncPolicy = "batch" // once per batch
+	FsyncChunk FsyncPolicy = "chunk" // after every chunk
 )
 
-// emit_done values.
+// FsyncPolicies lists every fsync policy, in the order the reference shows.
+var FsyncPolicies = []FsyncPolicy{FsyncNone, FsyncBatch, FsyncChunk}
+
+// Valid reports whether p is one of FsyncPolicies.
+func (p FsyncPolicy) Valid() bool { return slices.Contains(FsyncPolicies, p) }
+
+// EmitDone says when a producer writes the DONE sentinel as it closes (the
+// emit_done option).
+type EmitDone string
+
+// The emit_done values.
 const (
-	EmitNever   = "never"
-	EmitSuccess = "success"
-	EmitAlways  = "always"
+	EmitNever   EmitDone = "never"
+	EmitSuccess EmitDone = "success"
+	EmitAlways  EmitDone = "always"
 )
 
-// bad_sidecar values.
+// EmitDoneValues lists every emit_done value.
+var EmitDoneValues = []EmitDone{EmitNever, EmitSuccess, EmitAlways}
+
+// Valid reports whether e is one of EmitDoneValues.
+func (e EmitDone) Valid() bool { return slices.Contains(EmitDoneValues, e) }
+
+// BadSidecar says what a consumer does with a sidecar it cannot parse (the
+// bad_sidecar option).
+type BadSidecar string
+
+// The bad_sidecar values.
 const (
-	BadSidecarFail    = "fail"
-	BadSidecarDeliver = "deliver"
+	BadSidecarFail    BadSidecar = "fail"
+	BadSidecarDeliver BadSidecar = "deliver"
 )
+
+// BadSidecarValues lists every bad_sidecar value.
+var BadSidecarValues = []BadSidecar{BadSidecarFail, BadSidecarDeliver}
+
+// Valid reports whether b is one of BadSidecarValues.
+func (b BadSidecar) Valid() bool { return slices.Contains(BadSidecarValues, b) }
+
+// enum returns the values of an enumeration as the option table lists them.
+func enum[T ~string](values []T) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = string(v)
+	}
+	return out
+}
 
 // SpoolSchema is the option table of the directory spool. Every field has the
 // same name as a URL query parameter and under dir_spool: in YAML.
@@ -43,11 +83,11 @@ var SpoolSchema = &Schema{
 			Doc: "Number of directory levels made from the leading sequence digits. 0 keeps every chunk in the spool directory."},
 		{Name: "shard_width", Type: TypeInt, Default: "3", Min: 1, Max: 18,
 			Doc: "Digits per shard directory. shard_depth*shard_width must be less than N."},
-		{Name: "fsync", Type: TypeEnum, Default: FsyncChunk, Enum: []string{FsyncNone, FsyncBatch, FsyncChunk},
+		{Name: "fsync", Type: TypeEnum, Default: string(FsyncChunk), Enum: enum(FsyncPolicies),
 			Doc: "When writes and deletes are flushed to stable storage: after every chunk, once per batch, or never (survives a process crash, not a power cut)."},
 		{Name: "atomic", Type: TypeBool, Default: "true",
 			Doc: "Write each file under a .tmp name and rename it into place, so readers never see a partial chunk. false writes final names directly."},
-		{Name: "emit_done", Type: TypeEnum, Default: EmitNever, Enum: []string{EmitNever, EmitSuccess, EmitAlways},
+		{Name: "emit_done", Type: TypeEnum, Default: string(EmitNever), Enum: enum(EmitDoneValues),
 			Doc: "When a producer writes the DONE sentinel as it closes: never, only after a successful run, or always (recording the status)."},
 		{Name: "stop_on_done", Type: TypeBool, Default: "false",
 			Doc: "A consumer ends once DONE exists, no payload is left and nothing is in flight."},
@@ -55,7 +95,7 @@ var SpoolSchema = &Schema{
 			Doc: "A consumer deletes each chunk once its message is acknowledged. false reads without deleting and without a CONSUMER claim."},
 		{Name: "claims", Type: TypeBool, Default: "true",
 			Doc: "Take the PRODUCER and CONSUMER claims. Disabling them is unsafe: two producers can collide and two consumers can deliver duplicates."},
-		{Name: "bad_sidecar", Type: TypeEnum, Default: BadSidecarFail, Enum: []string{BadSidecarFail, BadSidecarDeliver},
+		{Name: "bad_sidecar", Type: TypeEnum, Default: string(BadSidecarFail), Enum: enum(BadSidecarValues),
 			Doc: "What a consumer does with a sidecar it cannot parse: stop with an error naming the file, or deliver the payload with empty metadata."},
 		{Name: "poll_interval", Type: TypeDuration, Default: "250ms",
 			Doc: "How often a waiting consumer looks for new chunks. Backends with wake-ups (inotify) react at once and poll only as a safety net."},
@@ -78,13 +118,13 @@ type Options struct {
 	MetadataExt   string
 	ShardDepth    int
 	ShardWidth    int
-	Fsync         string
+	Fsync         FsyncPolicy
 	Atomic        bool
-	EmitDone      string
+	EmitDone      EmitDone
 	StopOnDone    bool
 	DrainOnRead   bool
 	Claims        bool
-	BadSidecar    string
+	BadSidecar    BadSidecar
 	PollInterval  time.Duration
 	Backend       string
 	FileMode      fs.FileMode
@@ -119,13 +159,13 @@ func OptionsFromValues(v *Values) (Options, error) {
 		MetadataExt:   v.String("metadata_extension"),
 		ShardDepth:    v.Int("shard_depth"),
 		ShardWidth:    v.Int("shard_width"),
-		Fsync:         v.String("fsync"),
+		Fsync:         FsyncPolicy(v.String("fsync")),
 		Atomic:        v.Bool("atomic"),
-		EmitDone:      v.String("emit_done"),
+		EmitDone:      EmitDone(v.String("emit_done")),
 		StopOnDone:    v.Bool("stop_on_done"),
 		DrainOnRead:   v.Bool("drain_on_read"),
 		Claims:        v.Bool("claims"),
-		BadSidecar:    v.String("bad_sidecar"),
+		BadSidecar:    BadSidecar(v.String("bad_sidecar")),
 		PollInterval:  v.Duration("poll_interval"),
 		Backend:       v.String("backend"),
 		FileMode:      fs.FileMode(v.FileMode("file_mode")),

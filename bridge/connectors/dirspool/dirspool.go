@@ -143,8 +143,8 @@ func (s *Source) Connect(ctx context.Context) error {
 }
 
 // ReadBatch returns the next chunks in order, nacked ones first.
-func (s *Source) ReadBatch(ctx context.Context, max int) ([]*bridge.Message, bridge.AckFunc, error) {
-	ds, err := s.c.Read(ctx, max)
+func (s *Source) ReadBatch(ctx context.Context, limit int) ([]*bridge.Message, bridge.AckFunc, error) {
+	ds, err := s.c.Read(ctx, limit)
 	if err != nil {
 		if errors.Is(err, core.ErrEnd) {
 			return nil, nil, bridge.ErrEndOfInput

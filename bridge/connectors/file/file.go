@@ -136,16 +136,16 @@ func (s *source) Connect(ctx context.Context) error {
 	return nil
 }
 
-func (s *source) ReadBatch(ctx context.Context, max int) ([]*bridge.Message, bridge.AckFunc, error) {
+func (s *source) ReadBatch(ctx context.Context, limit int) ([]*bridge.Message, bridge.AckFunc, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	n := min(max, len(s.retry))
+	n := min(limit, len(s.retry))
 	out := append([]*bridge.Message(nil), s.retry[:n]...)
 	s.retry = s.retry[n:]
-	for len(out) < max && s.err == nil && !s.eof {
+	for len(out) < limit && s.err == nil && !s.eof {
 		rec, err := s.rd.Next()
 		if errors.Is(err, io.EOF) {
 			s.eof = true

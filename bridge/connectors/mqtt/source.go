@@ -176,16 +176,16 @@ func (s *Source) receive(_ paho.Client, m paho.Message) {
 	}
 }
 
-// ReadBatch returns up to max messages: first any that were negatively
+// ReadBatch returns up to limit messages: first any that were negatively
 // acknowledged, then what the broker sent, waiting for at least one. It
 // returns bridge.ErrEndOfInput after idle_timeout without a message (2s by
 // default when the route drains), counted only while the source is
 // connected and has no batch unsettled.
-func (s *Source) ReadBatch(ctx context.Context, max int) ([]*bridge.Message, bridge.AckFunc, error) {
-	if max < 1 {
-		max = 1
+func (s *Source) ReadBatch(ctx context.Context, limit int) ([]*bridge.Message, bridge.AckFunc, error) {
+	if limit < 1 {
+		limit = 1
 	}
-	if batch := s.takeRedo(max); len(batch) > 0 {
+	if batch := s.takeRedo(limit); len(batch) > 0 {
 		return s.deliver(batch)
 	}
 	var idleC <-chan time.Time
@@ -202,7 +202,7 @@ func (s *Source) ReadBatch(ctx context.Context, max int) ([]*bridge.Message, bri
 		case m := <-s.inbox:
 			batch = append(batch, s.fromPaho(m))
 		case <-s.redoWake:
-			batch = s.takeRedo(max)
+			batch = s.takeRedo(limit)
 		case <-idleC:
 			if s.inflight.Load() == 0 && s.online.Load() {
 				return nil, nil, bridge.ErrEndOfInput
@@ -216,7 +216,7 @@ func (s *Source) ReadBatch(ctx context.Context, max int) ([]*bridge.Message, bri
 			return nil, nil, errSourceClosed
 		}
 	}
-	for len(batch) < max {
+	for len(batch) < limit {
 		select {
 		case m := <-s.inbox:
 			batch = append(batch, s.fromPaho(m))
@@ -228,10 +228,10 @@ func (s *Source) ReadBatch(ctx context.Context, max int) ([]*bridge.Message, bri
 	return s.deliver(batch)
 }
 
-func (s *Source) takeRedo(max int) []*delivery {
+func (s *Source) takeRedo(limit int) []*delivery {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := min(max, len(s.redo))
+	n := min(limit, len(s.redo))
 	if n == 0 {
 		return nil
 	}

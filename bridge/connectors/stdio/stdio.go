@@ -115,10 +115,10 @@ func (s *source) Connect(ctx context.Context) error {
 	return nil
 }
 
-func (s *source) ReadBatch(ctx context.Context, max int) ([]*bridge.Message, bridge.AckFunc, error) {
+func (s *source) ReadBatch(ctx context.Context, limit int) ([]*bridge.Message, bridge.AckFunc, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := min(max, len(s.retry))
+	n := min(limit, len(s.retry))
 	out := append([]*bridge.Message(nil), s.retry[:n]...)
 	s.retry = s.retry[n:]
 	take := func(it item) bool {
@@ -141,7 +141,7 @@ func (s *source) ReadBatch(ctx context.Context, max int) ([]*bridge.Message, bri
 			return nil, nil, ctx.Err()
 		}
 	}
-	for len(out) < max && s.err == nil {
+	for len(out) < limit && s.err == nil {
 		select {
 		case it, ok := <-s.items:
 			if !ok {
