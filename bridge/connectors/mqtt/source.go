@@ -12,10 +12,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mqb-project/mqb/core/option"
+
 	paho "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/mqb-project/mqb/bridge"
-	"github.com/mqb-project/mqb/core"
 )
 
 // inboxSize bounds the messages received but not yet read. For QoS 1 and 2
@@ -63,7 +64,7 @@ var (
 var errSourceClosed = errors.New("mqtt source is closed")
 
 // NewSource builds an MQTT source from decoded options.
-func NewSource(env *bridge.Env, v *core.Values) (*Source, error) {
+func NewSource(env *bridge.Env, v *option.Values) (*Source, error) {
 	cfg, err := decode(v)
 	if err != nil {
 		return nil, err
