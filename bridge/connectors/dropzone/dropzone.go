@@ -12,33 +12,34 @@ import (
 	"github.com/mqb-project/mqb/bridge"
 	"github.com/mqb-project/mqb/bridge/internal/records"
 	"github.com/mqb-project/mqb/core"
+	"github.com/mqb-project/mqb/core/option"
 )
 
 // Schema is the option table of the drop-zone connector.
-var Schema = &core.Schema{
+var Schema = &option.Schema{
 	Name: "dropzone",
-	Fields: []core.Field{
-		{Name: "path", Type: core.TypeString, Required: true,
+	Fields: []option.Field{
+		{Name: "path", Type: option.TypeString, Required: true,
 			Doc: "Absolute path of the drop-zone directory. In a URL it is the URL path (dropzone:///data/incoming)."},
 		records.FormatField(records.Lines),
 		records.DelimiterField,
 		records.ContentTypeField,
 		records.SourceField(""),
-		{Name: "pattern", Type: core.TypeString, Default: "*",
+		{Name: "pattern", Type: option.TypeString, Default: "*",
 			Doc: "Source: glob (path.Match) that file names must match to be read. Hidden names and names ending in .tmp, .part or .partial are never read."},
-		{Name: "poll_interval", Type: core.TypeDuration, Default: "1s",
+		{Name: "poll_interval", Type: option.TypeDuration, Default: "1s",
 			Doc: "Source: how often the directory is listed for new files."},
-		{Name: "state_path", Type: core.TypeString,
+		{Name: "state_path", Type: option.TypeString,
 			Doc: "Source: absolute path of the progress file (default: .mqb-dropzone-state.json in the directory)."},
-		{Name: "roll_count", Type: core.TypeInt, Default: "1000", Min: 1,
+		{Name: "roll_count", Type: option.TypeInt, Default: "1000", Min: 1,
 			Doc: "Target: most records per file."},
-		{Name: "roll_interval", Type: core.TypeDuration, Default: "10s",
+		{Name: "roll_interval", Type: option.TypeDuration, Default: "10s",
 			Doc: "Target: a file is published at most this long after its first record (0: only when roll_count is reached or the route ends)."},
-		{Name: "prefix", Type: core.TypeString,
+		{Name: "prefix", Type: option.TypeString,
 			Doc: "Target: text at the start of each file name; names then carry a UTC timestamp and a counter, so they sort in write order."},
-		{Name: "extension", Type: core.TypeString,
+		{Name: "extension", Type: option.TypeString,
 			Doc: "Target: file name extension (default by format: .jsonl, .csv, .txt, .bin)."},
-		{Name: "file_mode", Type: core.TypeFileMode, Default: "0600",
+		{Name: "file_mode", Type: option.TypeFileMode, Default: "0600",
 			Doc: "Target: permission bits of the files it writes (less the umask); 0000 is refused."},
 	},
 }

@@ -16,10 +16,11 @@ import (
 	"github.com/mqb-project/mqb/bridge"
 	"github.com/mqb-project/mqb/bridge/internal/records"
 	"github.com/mqb-project/mqb/core"
+	"github.com/mqb-project/mqb/core/option"
 )
 
 // NewSource returns a drop-zone source.
-func NewSource(env *bridge.Env, v *core.Values) (bridge.Source, error) {
+func NewSource(env *bridge.Env, v *option.Values) (bridge.Source, error) {
 	dir, err := records.AbsPath(v)
 	if err != nil {
 		return nil, err
@@ -30,17 +31,17 @@ func NewSource(env *bridge.Env, v *core.Values) (bridge.Source, error) {
 	}
 	pattern := v.String("pattern")
 	if _, err := path.Match(pattern, ""); err != nil {
-		return nil, &core.OptionError{Field: "pattern", Value: pattern, Msg: "is not a valid glob pattern"}
+		return nil, &option.Error{Field: "pattern", Value: pattern, Msg: "is not a valid glob pattern"}
 	}
 	poll := v.Duration("poll_interval")
 	if poll <= 0 {
-		return nil, &core.OptionError{Field: "poll_interval", Value: poll.String(), Msg: "must be positive"}
+		return nil, &option.Error{Field: "poll_interval", Value: poll.String(), Msg: "must be positive"}
 	}
 	state := v.String("state_path")
 	if state == "" {
 		state = filepath.Join(dir, DefaultStateFile)
 	} else if !filepath.IsAbs(state) {
-		return nil, &core.OptionError{Field: "state_path", Value: state, Msg: "must be an absolute path"}
+		return nil, &option.Error{Field: "state_path", Value: state, Msg: "must be an absolute path"}
 	}
 	s := &Source{
 		env: env, dir: dir, format: v.String("format"), delim: d, pattern: pattern, poll: poll,

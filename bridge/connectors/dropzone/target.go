@@ -15,6 +15,7 @@ import (
 	"github.com/mqb-project/mqb/bridge"
 	"github.com/mqb-project/mqb/bridge/internal/records"
 	"github.com/mqb-project/mqb/core"
+	"github.com/mqb-project/mqb/core/option"
 )
 
 // zoneDirMode is the permission of a zone directory the target creates:
@@ -22,7 +23,7 @@ import (
 const zoneDirMode fs.FileMode = 0o755
 
 // NewTarget returns a drop-zone target.
-func NewTarget(env *bridge.Env, v *core.Values) (bridge.Target, error) {
+func NewTarget(env *bridge.Env, v *option.Values) (bridge.Target, error) {
 	dir, err := records.AbsPath(v)
 	if err != nil {
 		return nil, err
@@ -37,18 +38,18 @@ func NewTarget(env *bridge.Env, v *core.Values) (bridge.Target, error) {
 		prefix: v.String("prefix"), ext: v.String("extension"), mode: fs.FileMode(v.FileMode("file_mode")),
 	}
 	if strings.ContainsAny(t.prefix, "/\x00") || strings.HasPrefix(t.prefix, ".") {
-		return nil, &core.OptionError{Field: "prefix", Value: t.prefix, Msg: "must not contain '/' or start with '.'"}
+		return nil, &option.Error{Field: "prefix", Value: t.prefix, Msg: "must not contain '/' or start with '.'"}
 	}
 	if t.ext == "" {
 		t.ext = records.Extension(t.format)
 	}
 	if strings.ContainsAny(t.ext, "/\x00") || ignored("x"+t.ext) {
-		return nil, &core.OptionError{Field: "extension", Value: t.ext, Msg: "must not contain '/' nor be .tmp, .part or .partial"}
+		return nil, &option.Error{Field: "extension", Value: t.ext, Msg: "must not contain '/' nor be .tmp, .part or .partial"}
 	}
 	if t.mode == 0 {
 		// The confined FS reads a zero mode as its default (0600): refuse
 		// it rather than write files with other bits than asked.
-		return nil, &core.OptionError{Field: "file_mode", Value: "0000", Msg: "would make files nobody can read: give at least the owner's bits, e.g. 0600"}
+		return nil, &option.Error{Field: "file_mode", Value: "0000", Msg: "would make files nobody can read: give at least the owner's bits, e.g. 0600"}
 	}
 	if t.format == records.Raw {
 		t.rollCount = 1
