@@ -137,3 +137,20 @@ func removeIfPresent(fsys core.FS, name string) (bool, error) {
 func notRegular(err error) bool {
 	return errors.Is(err, osfs.ErrSymlink) || errors.Is(err, osfs.ErrNotRegular)
 }
+
+// kind names the type of a directory entry that is not a regular file.
+func kind(t fs.FileMode) string {
+	switch {
+	case t&fs.ModeSymlink != 0:
+		return "symbolic link"
+	case t.IsDir():
+		return "directory"
+	case t&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case t&fs.ModeSocket != 0:
+		return "socket"
+	case t&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "not a regular file"
+}

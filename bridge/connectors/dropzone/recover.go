@@ -83,7 +83,7 @@ func (t *Target) recoverEntry(e fs.DirEntry, present map[string]bool) (bool, err
 	}
 	if !e.Type().IsRegular() {
 		t.env.Logger.Warn("drop zone: leaving alone an entry named like a writer's hidden file that is not a regular file (a symbolic link is never followed)",
-			"path", filepath.Join(t.dir, name), "type", e.Type().String())
+			"path", filepath.Join(t.dir, name), "type", kind(e.Type()))
 		return false, nil
 	}
 	if isCut && cn > 0 {

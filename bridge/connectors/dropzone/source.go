@@ -239,7 +239,7 @@ func (s *Source) openNext() (bool, error) {
 			continue
 		}
 		if !e.Type().IsRegular() {
-			s.skip(name, e.Type().String())
+			s.skip(name, kind(e.Type()))
 			continue
 		}
 		ok, err := s.open(name)
@@ -276,7 +276,7 @@ func (s *Source) skip(name, why string) {
 	}
 	s.warned[name] = true
 	s.env.Logger.Warn("drop zone: not reading an entry that is not a regular file (a symbolic link is never followed)",
-		"path", filepath.Join(s.dir, name), "type", why)
+		"path", filepath.Join(s.dir, name), "reason", why)
 }
 
 // open starts reading name, skipping the records acknowledged before a
