@@ -28,7 +28,7 @@ import (
 // SIGKILL at the k-th call of one system call; then they check what the
 // next process finds.
 const (
-	childEnv = "MQB_DROPZONE_CHILD" // write, read or recover
+	childEnv = "MQB_DROPZONE_CHILD" // write, read, publish or recover
 	zoneEnv  = "MQB_DROPZONE_ZONE"
 )
 
@@ -73,6 +73,15 @@ func child(mode, zone string) error {
 		return tgt.Close(ctx, nil)
 	case "read":
 		return childRead(ctx, e, zone)
+	case "publish":
+		tgt, _, err := e.NewTarget(bridge.Endpoint{URL: "dropzone://" + zone + "?format=lines&roll_count=1"})
+		if err != nil {
+			return err
+		}
+		if err := tgt.Connect(ctx); err != nil {
+			return err
+		}
+		return tgt.WriteBatch(ctx, msgs("ours"))
 	case "recover":
 		tgt, _, err := e.NewTarget(bridge.Endpoint{URL: "dropzone://" + zone + "?format=lines"})
 		if err != nil {
@@ -282,4 +291,51 @@ func TestKilledReaderResumes(t *testing.T) {
 			require.NoError(t, json.Unmarshal(b, &st))
 			assert.Equal(t, []string{"f1.txt", "f2.txt"}, st.Done)
 		})
+}
+
+// TestPublishRaceWithAnotherProcess: strace holds the writer inside the
+// system call that publishes its file, long after any check it could have
+// made, while another process creates a file under the same name. The
+// other file is kept; the writer publishes under another name.
+func TestPublishRaceWithAnotherProcess(t *testing.T) {
+	needStrace(t)
+	zone := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "strace", "-f", "-qq", "-o", "/dev/null", "-e", "trace=rename,renameat,renameat2",
+		"-e", "inject=rename,renameat,renameat2:delay_enter=1500000", "--", os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"=publish", zoneEnv+"="+zone)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	var final string
+	require.Eventually(t, func() bool {
+		_, hidden := listFiles(t, zone)
+		for _, h := range hidden {
+			if body, ok := strings.CutSuffix(h, ".partial"); ok {
+				final = strings.TrimPrefix(body[:strings.LastIndexByte(body, '.')], ".")
+				return true
+			}
+		}
+		return false
+	}, 20*time.Second, 5*time.Millisecond, "the writer never created its hidden file")
+	time.Sleep(300 * time.Millisecond) // the writer is now inside the delayed rename
+	f, err := os.OpenFile(filepath.Join(zone, final), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	require.NoError(t, err, "the writer published before the other process could race it")
+	_, err = f.WriteString("someone else's\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	require.NoError(t, cmd.Wait(), "stderr: %s", stderr.String())
+
+	b, err := os.ReadFile(filepath.Join(zone, final))
+	require.NoError(t, err)
+	assert.Equal(t, "someone else's\n", string(b), "the other process's file was replaced")
+	vis, _ := listFiles(t, zone)
+	var ours []string
+	for _, n := range vis {
+		if b, err := os.ReadFile(filepath.Join(zone, n)); err == nil && string(b) == "ours\n" {
+			ours = append(ours, n)
+		}
+	}
+	assert.Len(t, ours, 1, "the writer's record is published once, under another name")
 }
