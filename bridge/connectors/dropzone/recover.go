@@ -123,6 +123,8 @@ func (t *Target) recoverPartial(name, final string, n int64) (bool, error) {
 		return false, fmt.Errorf("drop zone: %w", err)
 	}
 	switch {
+	case !fi.Mode().IsRegular(): // replaced since it was listed
+		return false, nil
 	case fi.Size() < n:
 		t.env.Logger.Warn("drop zone: leaving alone a hidden file shorter than the length its name records",
 			"path", filepath.Join(t.dir, name), "size", fi.Size(), "recorded", n)
