@@ -164,9 +164,9 @@ func memRead(t *testing.T, fsys core.FS, name string) string {
 
 // crashChoices are the power cuts tried at one instant: the durable state
 // alone, and a few random shares of what was not yet durable.
-func crashChoices(at int) []memfs.CrashOptions {
+func crashChoices(at, seeds int) []memfs.CrashOptions {
 	out := []memfs.CrashOptions{{}}
-	for i := range 12 {
+	for i := range seeds {
 		out = append(out, memfs.CrashOptions{Seed: int64(at*100 + i), KeepUnsynced: 0.5})
 	}
 	return out
@@ -174,13 +174,14 @@ func crashChoices(at int) []memfs.CrashOptions {
 
 // cutLoop runs run on a fresh FS prepared by setup with the power cut at
 // the 1st, 2nd, ... changing operation, each with the crashChoices, until
-// run ends before the cut; check then looks at what the cut left.
-func cutLoop(t *testing.T, setup func(*memfs.FS), run func(t *testing.T, dir string) []string, check func(t *testing.T, dir string, after *memfs.FS, acked []string)) {
+// run ends before the cut; check then looks at what the cut left. The more
+// seeds, the more of the states a cut at one instant can leave are tried.
+func cutLoop(t *testing.T, seeds int, setup func(*memfs.FS), run func(t *testing.T, dir string) []string, check func(t *testing.T, dir string, after *memfs.FS, acked []string)) {
 	cuts := 0
 	for at := 1; ; at++ {
 		require.Less(t, at, 500, "the run never ended")
 		ended := false
-		for _, opts := range crashChoices(at) {
+		for _, opts := range crashChoices(at, seeds) {
 			mem := memfs.New()
 			setup(mem)
 			p := &powerCut{FS: mem, at: at, opts: opts}
@@ -205,7 +206,7 @@ func cutLoop(t *testing.T, setup func(*memfs.FS), run func(t *testing.T, dir str
 // TestPowerCutWriter: the writer loses no acknowledged record to a power
 // cut at any instant, publishes none twice and leaves nothing torn.
 func TestPowerCutWriter(t *testing.T) {
-	cutLoop(t, func(*memfs.FS) {},
+	cutLoop(t, 12, func(*memfs.FS) {},
 		func(t *testing.T, dir string) []string {
 			var acked []string
 			tgt, _, err := env().NewTarget(bridge.Endpoint{URL: "dropzone://" + dir + "?format=lines&roll_count=5&roll_interval=0s"})
@@ -247,7 +248,7 @@ func TestPowerCutWriter(t *testing.T) {
 // hidden file back and publishing it loses none of its acknowledged bytes;
 // the next writer finishes the job.
 func TestPowerCutRecovery(t *testing.T) {
-	cutLoop(t, func(mem *memfs.FS) {
+	cutLoop(t, 12, func(mem *memfs.FS) {
 		memWrite(t, mem, ".x-000001.txt.4.partial", "a\nb\nc-torn")
 		memWrite(t, mem, ".y-000002.txt.2.partial", "d\n")
 	},
@@ -277,7 +278,8 @@ func TestPowerCutRecovery(t *testing.T) {
 // delivers again no record whose acknowledgement returned, and skips none.
 func TestPowerCutReader(t *testing.T) {
 	all := []string{"a1", "a2", "b1", "b2"}
-	cutLoop(t, func(mem *memfs.FS) {
+	// Every save repeats the same steps, so fewer seeds per instant do.
+	cutLoop(t, 4, func(mem *memfs.FS) {
 		memWrite(t, mem, "a.txt", "a1\na2\n")
 		memWrite(t, mem, "b.txt", "b1\nb2\n")
 	},
