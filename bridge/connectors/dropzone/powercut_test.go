@@ -129,12 +129,22 @@ func (f *cutFile) Sync() error {
 	return f.File.Sync()
 }
 
-// onMem makes the connector use fsys, whatever directory it opens.
-func onMem(t *testing.T, fsys func() dropzone.FS) {
+// onMem makes the connector use, whatever directory it opens, the FS that
+// the returned function was last given.
+func onMem(t *testing.T) func(dropzone.FS) {
+	var mu sync.Mutex
+	var current dropzone.FS
 	dropzone.Interpose(t, func(_ string, real dropzone.FS) dropzone.FS {
 		real.Close()
-		return fsys()
+		mu.Lock()
+		defer mu.Unlock()
+		return current
 	})
+	return func(fsys dropzone.FS) {
+		mu.Lock()
+		defer mu.Unlock()
+		current = fsys
+	}
 }
 
 type memZone struct{ *memfs.FS }
@@ -178,6 +188,7 @@ func crashChoices(at, seeds int) []memfs.CrashOptions {
 // seeds, the more of the states a cut at one instant can leave are tried.
 func cutLoop(t *testing.T, seeds int, setup func(*memfs.FS), run func(t *testing.T, dir string) []string, check func(t *testing.T, dir string, after *memfs.FS, acked []string)) {
 	cuts := 0
+	use := onMem(t)
 	for at := 1; ; at++ {
 		require.Less(t, at, 500, "the run never ended")
 		ended := false
@@ -186,14 +197,14 @@ func cutLoop(t *testing.T, seeds int, setup func(*memfs.FS), run func(t *testing
 			setup(mem)
 			p := &powerCut{FS: mem, at: at, opts: opts}
 			dir := t.TempDir()
-			onMem(t, func() dropzone.FS { return p })
+			use(p)
 			acked := run(t, dir)
 			if p.after == nil {
 				ended = true
 				break
 			}
 			cuts++
-			onMem(t, func() dropzone.FS { return memZone{p.after} })
+			use(memZone{p.after})
 			t.Run(fmt.Sprintf("cut@%d keep=%v seed=%d", at, opts.KeepUnsynced, opts.Seed), func(t *testing.T) { check(t, dir, p.after, acked) })
 		}
 		if ended {
