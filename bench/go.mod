@@ -17,5 +17,6 @@ require (
 replace (
 	github.com/mqb-project/mqb/backend-memfs => ../backend-memfs
 	github.com/mqb-project/mqb/backend-os => ../backend-os
+	github.com/mqb-project/mqb/conformance => ../conformance
 	github.com/mqb-project/mqb/core => ../core
 )

@@ -1,6 +1,6 @@
 //go:build linux
 
-package conformance_test
+package osfs_test
 
 import (
 	"bufio"
@@ -35,7 +35,15 @@ import (
 //	got <seq> <id> <0|1>      consumer: delivered; 1 if the payload is whole
 //	done <seq>                consumer: Ack returned for this message
 //	end                       finished normally (exit 0)
-func init() { helperMain = runHelper }
+//
+// lock_test.go's TestMain runs the role named by helperEnv.
+const helperEnv = "MQB_CONFORMANCE_HELPER"
+
+// longMode is conformance's long mode: more process kills.
+func longMode() bool {
+	v := os.Getenv("MQB_CONFORMANCE_LONG")
+	return v != "" && v != "0" && v != "false"
+}
 
 type helperParams struct {
 	dir   string

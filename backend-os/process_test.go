@@ -1,6 +1,6 @@
 //go:build linux
 
-package conformance_test
+package osfs_test
 
 import (
 	"bytes"
