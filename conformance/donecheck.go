@@ -18,42 +18,52 @@ import (
 
 func checkDone(t TB, e *env) {
 	for _, policy := range []string{core.FsyncChunk, core.FsyncBatch, core.FsyncNone} {
-		inner := e.newFS()
-		fsys, log := recording(inner)
-		o := spoolOptions(t, "emit_done=success&fsync="+policy)
-		p, err := core.OpenProducer(fsys, o)
-		noErr(t, "OpenProducer", err)
-		_, err = p.Write(e.ctx, testMessages("d", 0, 3))
-		noErr(t, "Write", err)
-		if exists(fsys, core.DoneFile) {
-			t.Fatalf("DONE exists before Close")
+		doneWritten(t, e, policy)
+	}
+	doneWhen(t, e)
+}
+
+// doneWritten checks that a successful run's Close writes DONE durably
+// under policy: DONE.tmp synced, renamed into place, the root synced.
+func doneWritten(t TB, e *env, policy string) {
+	inner := e.newFS()
+	fsys, log := recording(inner)
+	o := spoolOptions(t, "emit_done=success&fsync="+policy)
+	p, err := core.OpenProducer(fsys, o)
+	noErr(t, "OpenProducer", err)
+	_, err = p.Write(e.ctx, testMessages("d", 0, 3))
+	noErr(t, "Write", err)
+	if exists(fsys, core.DoneFile) {
+		t.Fatalf("DONE exists before Close")
+	}
+	log.take()
+	noErr(t, "Close", p.Close())
+	ops := log.take()
+	ri := find(ops, 0, isRename(core.DoneFile+core.TmpSuffix, core.DoneFile))
+	if ri < 0 {
+		t.Fatalf("fsync=%s: DONE was not renamed into place from DONE.tmp: %v", policy, ops)
+	}
+	if policy != core.FsyncNone {
+		if find(ops[:ri], 0, isOp(OpSync, core.DoneFile+core.TmpSuffix)) < 0 {
+			t.Errorf("fsync=%s: DONE.tmp not synced before its rename: %v", policy, ops)
 		}
-		log.take()
-		noErr(t, "Close", p.Close())
-		ops := log.take()
-		ri := find(ops, 0, isRename(core.DoneFile+core.TmpSuffix, core.DoneFile))
-		if ri < 0 {
-			t.Fatalf("fsync=%s: DONE was not renamed into place from DONE.tmp: %v", policy, ops)
-		}
-		if policy != core.FsyncNone {
-			if find(ops[:ri], 0, isOp(OpSync, core.DoneFile+core.TmpSuffix)) < 0 {
-				t.Errorf("fsync=%s: DONE.tmp not synced before its rename: %v", policy, ops)
-			}
-			if find(ops, ri, isOp(OpSyncDir, ".")) < 0 {
-				t.Errorf("fsync=%s: no SyncDir(.) after DONE appeared: %v", policy, ops)
-			}
-		}
-		rec, err := core.ReadDone(inner)
-		noErr(t, "ReadDone", err)
-		if rec.Status != "success" || rec.Count != 3 || rec.LastSeq == nil || *rec.LastSeq != 2 {
-			t.Errorf("DONE = %+v, want success, count 3, last_seq 2", rec)
-		}
-		var raw map[string]any
-		if err := json.Unmarshal(mustRead(t, inner, core.DoneFile), &raw); err != nil || raw["status"] != "success" {
-			t.Errorf("DONE is not the JSON record: %v %v", raw, err)
+		if find(ops, ri, isOp(OpSyncDir, ".")) < 0 {
+			t.Errorf("fsync=%s: no SyncDir(.) after DONE appeared: %v", policy, ops)
 		}
 	}
-	// emit_done decides when DONE is written.
+	rec, err := core.ReadDone(inner)
+	noErr(t, "ReadDone", err)
+	if rec.Status != "success" || rec.Count != 3 || rec.LastSeq == nil || *rec.LastSeq != 2 {
+		t.Errorf("DONE = %+v, want success, count 3, last_seq 2", rec)
+	}
+	var raw map[string]any
+	if err := json.Unmarshal(mustRead(t, inner, core.DoneFile), &raw); err != nil || raw["status"] != "success" {
+		t.Errorf("DONE is not the JSON record: %v %v", raw, err)
+	}
+}
+
+// doneWhen checks that emit_done decides when DONE is written.
+func doneWhen(t TB, e *env) {
 	for _, tc := range []struct {
 		emit   string
 		cause  error

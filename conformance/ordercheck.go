@@ -201,72 +201,85 @@ func checkNack(t TB, e *env) {
 
 func checkAckOrder(t TB, e *env) {
 	for _, policy := range []string{core.FsyncChunk, core.FsyncBatch, core.FsyncNone} {
-		inner := e.newFS()
-		fsys, log := recording(inner)
-		o := spoolOptions(t, "fsync="+policy+"&naming_pattern={seq:04}&shard_depth=1&shard_width=2")
-		p, err := core.OpenProducer(fsys, o)
-		noErr(t, "OpenProducer", err)
-		_, err = p.Write(e.ctx, testMessages("a", 0, 103))
-		noErr(t, "Write", err)
-		noErr(t, "Close", p.Close())
-		c, err := core.OpenConsumer(fsys, o)
-		noErr(t, "OpenConsumer", err)
-		ds := readBatch(t, e, c, 4, 10*time.Second)
-		skip := ds[0]
-		for len(ds) < 6 || ds[len(ds)-1].Seq < 100 {
-			more := readBatch(t, e, c, 50, 10*time.Second)
-			ds = append(ds, more...)
+		ackOrderCase(t, e, policy)
+	}
+}
+
+// ackOrderCase acks all but the first of 103 messages over two shard
+// directories and checks the operations the Ack made under policy.
+func ackOrderCase(t TB, e *env, policy string) {
+	inner := e.newFS()
+	fsys, log := recording(inner)
+	o := spoolOptions(t, "fsync="+policy+"&naming_pattern={seq:04}&shard_depth=1&shard_width=2")
+	p, err := core.OpenProducer(fsys, o)
+	noErr(t, "OpenProducer", err)
+	_, err = p.Write(e.ctx, testMessages("a", 0, 103))
+	noErr(t, "Write", err)
+	noErr(t, "Close", p.Close())
+	c, err := core.OpenConsumer(fsys, o)
+	noErr(t, "OpenConsumer", err)
+	ds := readBatch(t, e, c, 4, 10*time.Second)
+	skip := ds[0]
+	for len(ds) < 6 || ds[len(ds)-1].Seq < 100 {
+		more := readBatch(t, e, c, 50, 10*time.Second)
+		ds = append(ds, more...)
+	}
+	ds = ds[1:] // keep one in flight, acked last
+	log.take()
+	noErr(t, "Ack", c.Ack(ds...))
+	ops := log.take()
+	nm := names{digits: 4, depth: 1, width: 2, payload: ".bin", meta: ".json"}
+	for _, d := range ds {
+		ackRemovals(t, policy, ops, nm, d)
+	}
+	dirSyncs := 0
+	for _, op := range ops {
+		if op.Kind == OpSyncDir {
+			dirSyncs++
 		}
-		ds = ds[1:] // keep one in flight, acked last
-		log.take()
-		noErr(t, "Ack", c.Ack(ds...))
-		ops := log.take()
-		nm := names{digits: 4, depth: 1, width: 2, payload: ".bin", meta: ".json"}
-		dirSyncs := 0
-		for _, op := range ops {
-			if op.Kind == OpSyncDir {
-				dirSyncs++
-			}
+	}
+	if policy == core.FsyncBatch && dirSyncs != 2 {
+		t.Errorf("fsync=batch: an Ack spanning 2 directories made %d SyncDir calls, want 2", dirSyncs)
+	}
+	if policy == core.FsyncNone && dirSyncs != 0 {
+		t.Errorf("fsync=none: Ack made %d SyncDir calls, want none", dirSyncs)
+	}
+	for _, d := range ds {
+		if exists(inner, d.Name) {
+			t.Errorf("fsync=%s: %s still exists after its Ack", policy, d.Name)
 		}
-		for _, d := range ds {
-			pi := find(ops, 0, isOp(OpRemove, nm.payloadName(d.Seq)))
-			si := find(ops, 0, isOp(OpRemove, nm.sidecarName(d.Seq)))
-			if pi < 0 || si < 0 {
-				t.Fatalf("fsync=%s: Ack of %s did not remove both files (ops %v)", policy, d.Name, ops)
-			}
-			if si < pi {
-				t.Errorf("fsync=%s: Ack removed the sidecar of %s before its payload", policy, d.Name)
-			}
-			// The payload's removal is durable before the sidecar goes: a
-			// power cut must not leave a payload without its sidecar.
-			dir := strings.Split(d.Name, "/")[0]
-			syncAt := find(ops, pi, isOp(OpSyncDir, dir))
-			switch policy {
-			case core.FsyncChunk:
-				next := find(ops, pi+1, func(o Op) bool { return o.Kind == OpRemove && strings.HasSuffix(o.Name, ".bin") })
-				if syncAt < 0 || syncAt > si || (next >= 0 && syncAt > next) {
-					t.Errorf("fsync=chunk: no SyncDir(%s) between removing %s and its sidecar", dir, d.Name)
-				}
-			case core.FsyncBatch:
-				if syncAt < 0 || syncAt > si {
-					t.Errorf("fsync=batch: no SyncDir(%s) between removing %s and its sidecar", dir, d.Name)
-				}
-			}
+	}
+	if !exists(inner, skip.Name) {
+		t.Errorf("fsync=%s: %s, still in flight, was deleted", policy, skip.Name)
+	}
+	noErr(t, "Close", c.Close())
+}
+
+// ackRemovals checks, in the operations of an Ack, that d's payload was
+// removed before its sidecar and, unless fsync=none, that the removal was
+// made durable in between: a power cut must not leave a payload without
+// its sidecar.
+func ackRemovals(t TB, policy string, ops []Op, nm names, d *core.Delivery) {
+	t.Helper()
+	pi := find(ops, 0, isOp(OpRemove, nm.payloadName(d.Seq)))
+	si := find(ops, 0, isOp(OpRemove, nm.sidecarName(d.Seq)))
+	if pi < 0 || si < 0 {
+		t.Fatalf("fsync=%s: Ack of %s did not remove both files (ops %v)", policy, d.Name, ops)
+	}
+	if si < pi {
+		t.Errorf("fsync=%s: Ack removed the sidecar of %s before its payload", policy, d.Name)
+	}
+	dir := strings.Split(d.Name, "/")[0]
+	syncAt := find(ops, pi, isOp(OpSyncDir, dir))
+	switch policy {
+	case core.FsyncChunk:
+		next := find(ops, pi+1, func(o Op) bool { return o.Kind == OpRemove && strings.HasSuffix(o.Name, ".bin") })
+		if syncAt < 0 || syncAt > si || (next >= 0 && syncAt > next) {
+			t.Errorf("fsync=chunk: no SyncDir(%s) between removing %s and its sidecar", dir, d.Name)
 		}
-		if policy == core.FsyncBatch && dirSyncs != 2 {
-			t.Errorf("fsync=batch: an Ack spanning 2 directories made %d SyncDir calls, want 2", dirSyncs)
+	case core.FsyncBatch:
+		if syncAt < 0 || syncAt > si {
+			t.Errorf("fsync=batch: no SyncDir(%s) between removing %s and its sidecar", dir, d.Name)
 		}
-		if policy == core.FsyncNone && dirSyncs != 0 {
-			t.Errorf("fsync=none: Ack made %d SyncDir calls, want none", dirSyncs)
-		}
-		for _, d := range ds {
-			if exists(inner, d.Name) {
-				t.Errorf("fsync=%s: %s still exists after its Ack", policy, d.Name)
-			}
-		}
-		if !exists(inner, skip.Name) {
-			t.Errorf("fsync=%s: %s, still in flight, was deleted", policy, skip.Name)
-		}
-		noErr(t, "Close", c.Close())
 	}
 }
