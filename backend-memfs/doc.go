@@ -45,3 +45,6 @@
 //		_ = after // reopen the spool on after and check its invariants
 //	}
 package memfs
+
+// Name is this backend's name in a spool's backend option (backend=memfs).
+const Name = "memfs"

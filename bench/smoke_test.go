@@ -3,6 +3,7 @@ package bench
 import (
 	"testing"
 
+	osfs "github.com/mqb-project/mqb/backend-os"
 	"github.com/mqb-project/mqb/bench/benchrun"
 )
 
@@ -23,7 +24,7 @@ func smokeCases(op string) []benchrun.Case {
 		if c.Layout != benchrun.LayoutFlat {
 			odd++
 		}
-		if c.Backend != benchrun.BackendOS {
+		if c.Backend != osfs.Name {
 			odd++
 		}
 		if odd == 0 || (odd == 1 && c.Fsync == "batch" && c.BatchSize == 16) {

@@ -72,7 +72,7 @@ func (fl *benchFlags) register(cmd *cobra.Command) {
 	f.StringSliceVar(&fl.ops, "op", []string{benchrun.OpProduce, benchrun.OpConsume}, "operations: produce, consume (drain with ack)")
 	f.StringSliceVar(&fl.sidecars, "sidecar", []string{"on"}, "metadata sidecars: on, off, or both as on,off")
 	f.StringSliceVar(&fl.layouts, "layout", []string{benchrun.LayoutFlat}, "layouts: flat, sharded (shard_depth=2, shard_width=3)")
-	f.StringSliceVar(&fl.backends, "backend", []string{benchrun.BackendOS}, "backends: os, memfs (in memory; the raw baseline stays on --dir)")
+	f.StringSliceVar(&fl.backends, "backend", []string{bridge.BackendOS}, "backends: os, memfs (in memory; the raw baseline stays on --dir)")
 	f.BoolVar(&fl.asJSON, "json", false, "print one JSON object with a results array instead of a table")
 	f.StringVar(&fl.svgFile, "svg", "", "also write a bar chart of msgs/s per policy and batch size to this SVG file")
 	f.IntSliceVar(&fl.scale, "scale", nil, "instead: fill and drain backlogs of these sizes, such as 10000,100000,1000000 (sharded unless --layout is given)")
@@ -166,7 +166,7 @@ func checkBenchFlags(cfg benchrun.Config) error {
 		oneOf("fsync", cfg.Fsync, core.FsyncNone, core.FsyncBatch, core.FsyncChunk),
 		oneOf("op", cfg.Ops, benchrun.OpProduce, benchrun.OpConsume),
 		oneOf("layout", cfg.Layouts, benchrun.LayoutFlat, benchrun.LayoutSharded),
-		oneOf("backend", cfg.Backends, benchrun.BackendOS, benchrun.BackendMemFS),
+		oneOf("backend", cfg.Backends, bridge.BackendOS, bridge.BackendMemFS),
 	} {
 		if err != nil {
 			return err

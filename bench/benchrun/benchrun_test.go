@@ -174,7 +174,8 @@ func TestSizes(t *testing.T) {
 			t.Errorf("ParseSize(%q) = %d, %v", tc.in, got, err)
 		}
 	}
-	for n, want := range map[int]string{100: "100B", 1024: "1KiB", 64 << 10: "64KiB", 1 << 20: "1MiB", 1500: "1500B"} {
+	for n, want := range map[int64]string{0: "0B", 100: "100B", 1023: "1023B", 1024: "1KiB", 64 << 10: "64KiB", 1 << 20: "1MiB",
+		1500: "1.5KiB", 1536: "1.5KiB", 5_000_000: "4.8MiB", 3 << 30: "3GiB", 1<<62 + 1<<61: "6EiB", 1<<62 + 1<<59: "4.5EiB"} {
 		if got := FormatSize(n); got != want {
 			t.Errorf("FormatSize(%d) = %q, want %q", n, got, want)
 		}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	osfs "github.com/mqb-project/mqb/backend-os"
 	"github.com/mqb-project/mqb/core"
 )
 
@@ -62,7 +63,7 @@ func (f noWatchFS) SyncAll() error {
 
 func (cfg HandoffConfig) withDefaults() HandoffConfig {
 	if cfg.Backend == "" {
-		cfg.Backend = BackendOS
+		cfg.Backend = osfs.Name
 	}
 	if cfg.Count <= 0 {
 		cfg.Count = 200

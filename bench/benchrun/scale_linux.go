@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	osfs "github.com/mqb-project/mqb/backend-os"
 	"github.com/mqb-project/mqb/core"
 )
 
@@ -122,7 +123,7 @@ func scaleOne(ctx context.Context, cfg ScaleConfig, layout string, n int) (res S
 		}
 		_ = syncfsPath(cfg.Dir)
 	}()
-	fsys, err := openFS(BackendOS, dir)
+	fsys, err := openFS(osfs.Name, dir)
 	if err != nil {
 		return res, err
 	}
@@ -263,7 +264,7 @@ func WriteScaleText(w io.Writer, rs []ScaleResult) error {
 		"backlog", "layout", "fsync", "batch", "size", "produce us/m", "drain us/m", "first read", "list ms", "entries", "rss before", "drain peak")
 	for _, r := range rs {
 		fmt.Fprintf(w, "%9d %8s %6s %6d %7s %12.2f %12.2f %9.1fms %10.2f %8d %8.1fMi %8.1fMi\n",
-			r.Backlog, r.Layout, r.Fsync, r.BatchSize, FormatSize(r.PayloadBytes), r.ProduceUsPerMsg, r.DrainUsPerMsg,
+			r.Backlog, r.Layout, r.Fsync, r.BatchSize, FormatSize(int64(r.PayloadBytes)), r.ProduceUsPerMsg, r.DrainUsPerMsg,
 			r.FirstReadMs, r.ListMs, r.ListEntries, r.RSSBeforeMiB, r.DrainPeakRSSMiB)
 	}
 	return nil

@@ -115,7 +115,7 @@ func (r *Report) chart() *chart {
 // panelTitle names the panel of x: its operation and payload size, and
 // whichever of sidecar, layout and backend vary in the report.
 func panelTitle(x Result, vary map[string]bool) string {
-	title := fmt.Sprintf("%s, %s payload", x.Op, FormatSize(x.PayloadBytes))
+	title := fmt.Sprintf("%s, %s payload", x.Op, FormatSize(int64(x.PayloadBytes)))
 	if vary["sidecar"] {
 		title += ", sidecar " + onOff(x.Sidecar)
 	}
