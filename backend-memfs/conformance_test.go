@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -20,12 +19,6 @@ import (
 // the crash model), against memfs.
 func TestConformance(t *testing.T) {
 	conformance.Run(t, func(t *testing.T) core.FS { return memfs.New() })
-}
-
-// TestConformanceNewOn runs it on an FS that mirrors its tree into a
-// caller's base by name, which stores bytes by another path than New's.
-func TestConformanceNewOn(t *testing.T) {
-	conformance.Run(t, func(t *testing.T) core.FS { return memfs.NewOn(afero.NewMemMapFs()) })
 }
 
 // noSync is memfs whose Sync, SyncDir and SyncAll do nothing: its crash
