@@ -9,6 +9,7 @@ import (
 	osfs "github.com/mqb-project/mqb/backend-os"
 	"github.com/mqb-project/mqb/conformance"
 	"github.com/mqb-project/mqb/core"
+	"github.com/stretchr/testify/require"
 )
 
 // TestConformance runs the conformance suite against the real filesystem,
@@ -27,9 +28,7 @@ func scratchDir(t testing.TB) string {
 		return t.TempDir()
 	}
 	dir, err := os.MkdirTemp(base, "mqb-conformance-")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
 }
@@ -45,9 +44,7 @@ func TestOSDir(t *testing.T) {
 	cfg := conformance.Config{SharedLocks: os.Getenv("MQB_CONFORMANCE_SHARED_LOCKS") == "1"}
 	conformance.RunConfig(t, cfg, func(t *testing.T) core.FS {
 		fsys, err := osfs.New(scratchDir(t), osfs.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		t.Cleanup(func() { fsys.Close() })
 		return fsys
 	})

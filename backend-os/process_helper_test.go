@@ -21,6 +21,7 @@ import (
 	osfs "github.com/mqb-project/mqb/backend-os"
 	"github.com/mqb-project/mqb/conformance"
 	"github.com/mqb-project/mqb/core"
+	"github.com/stretchr/testify/require"
 )
 
 // The helper-process pattern: the test binary re-executes itself with
@@ -211,15 +212,10 @@ func startHelper(t testing.TB, role string, p helperParams) *helper {
 	h.cmd.Env = p.env(role)
 	h.cmd.Stderr = &h.stderr
 	stdout, err := h.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h.stdin, err = h.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	h.stdin, err = h.cmd.StdinPipe()
+	require.NoError(t, err)
+	require.NoError(t, h.cmd.Start())
 	go func() {
 		defer close(h.eof)
 		sc := bufio.NewScanner(stdout)
