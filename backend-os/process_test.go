@@ -32,7 +32,7 @@ import (
 
 var pairings = []struct {
 	batch  int
-	policy string
+	policy core.FsyncPolicy
 }{
 	{1, core.FsyncChunk}, {7, core.FsyncChunk}, {256, core.FsyncChunk},
 	{1, core.FsyncBatch}, {7, core.FsyncBatch}, {256, core.FsyncBatch},
@@ -47,7 +47,7 @@ func TestProcessPair(t *testing.T) {
 	for _, pc := range pairings {
 		t.Run(fmt.Sprintf("batch=%d/fsync=%s", pc.batch, pc.policy), func(t *testing.T) {
 			dir := scratchDir(t)
-			layout := "naming_pattern={seq:06}&shard_depth=2&shard_width=2&fsync=" + pc.policy
+			layout := "naming_pattern={seq:06}&shard_depth=2&shard_width=2&fsync=" + string(pc.policy)
 			c := startHelper(t, "consumer", helperParams{dir: dir, query: layout + "&stop_on_done=true", batch: pc.batch})
 			require.NoError(t, c.opened(30*time.Second))
 			p := startHelper(t, "producer", helperParams{dir: dir, query: layout + "&emit_done=success", count: total, batch: pc.batch})
@@ -210,7 +210,7 @@ func TestExternalConsumer(t *testing.T) {
 			fsys, err := osfs.New(dir, osfs.Options{})
 			require.NoError(t, err)
 			defer fsys.Close()
-			o, err := core.ParseURL("dir-spool://" + dir + "?emit_done=success&fsync=" + pc.policy)
+			o, err := core.ParseURL("dir-spool://" + dir + "?emit_done=success&fsync=" + string(pc.policy))
 			require.NoError(t, err)
 			sh := exec.Command("sh", "-c", externalConsumer)
 			sh.Env = append(os.Environ(), "SPOOL="+dir, "OUT="+out)
@@ -269,7 +269,7 @@ func TestKill(t *testing.T) {
 	}
 	dir := scratchDir(t)
 	layout := "naming_pattern={seq:06}&shard_depth=2&shard_width=2&poll_interval=20ms"
-	policies := []string{core.FsyncChunk, core.FsyncBatch, core.FsyncNone}
+	policies := []core.FsyncPolicy{core.FsyncChunk, core.FsyncBatch, core.FsyncNone}
 	seed := time.Now().UnixNano()
 	t.Logf("kill timing seed %d", seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 7))
@@ -277,14 +277,14 @@ func TestKill(t *testing.T) {
 	var producers, consumers []*helper
 	startP := func() *helper {
 		gen++
-		h := startHelper(t, "producer", helperParams{dir: dir, gen: gen, query: layout + "&fsync=" + policies[gen%3],
+		h := startHelper(t, "producer", helperParams{dir: dir, gen: gen, query: layout + "&fsync=" + string(policies[gen%3]),
 			batch: []int{1, 7, 32}[gen%3], pace: time.Millisecond})
 		producers = append(producers, h)
 		return h
 	}
 	startC := func(exit bool) *helper {
 		gen++
-		h := startHelper(t, "consumer", helperParams{dir: dir, gen: gen, query: layout + "&fsync=" + policies[gen%3],
+		h := startHelper(t, "consumer", helperParams{dir: dir, gen: gen, query: layout + "&fsync=" + string(policies[gen%3]),
 			batch: []int{1, 5, 16}[gen%3], exit: exit})
 		consumers = append(consumers, h)
 		return h

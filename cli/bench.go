@@ -64,7 +64,7 @@ wake-ups and with polling.`,
 func (fl *benchFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&fl.dir, "dir", ".", "directory on the filesystem to measure (a subdirectory is made and removed)")
-	f.StringSliceVar(&fl.fsyncs, "fsync", []string{core.FsyncNone, core.FsyncBatch, core.FsyncChunk}, "fsync policies: none, batch, chunk")
+	f.StringSliceVar(&fl.fsyncs, "fsync", []string{string(core.FsyncNone), string(core.FsyncBatch), string(core.FsyncChunk)}, "fsync policies: none, batch, chunk")
 	f.IntSliceVar(&fl.batches, "batch-size", []int{1, 16, 256}, "messages per write and per read")
 	f.StringSliceVar(&fl.sizes, "size", []string{"1KiB"}, "payload sizes, such as 100B, 1KiB, 64KiB, 1MiB")
 	f.IntVar(&fl.count, "count", 1024, "messages per case and round")
@@ -163,7 +163,7 @@ func checkBenchFlags(cfg benchrun.Config) error {
 		return nil
 	}
 	for _, err := range []error{
-		oneOf("fsync", cfg.Fsync, core.FsyncNone, core.FsyncBatch, core.FsyncChunk),
+		oneOf("fsync", cfg.Fsync, string(core.FsyncNone), string(core.FsyncBatch), string(core.FsyncChunk)),
 		oneOf("op", cfg.Ops, benchrun.OpProduce, benchrun.OpConsume),
 		oneOf("layout", cfg.Layouts, benchrun.LayoutFlat, benchrun.LayoutSharded),
 		oneOf("backend", cfg.Backends, bridge.BackendOS, bridge.BackendMemFS),

@@ -17,7 +17,7 @@ import (
 // (protocol section 8).
 
 func checkDone(t TB, e *env) {
-	for _, policy := range []string{core.FsyncChunk, core.FsyncBatch, core.FsyncNone} {
+	for _, policy := range []core.FsyncPolicy{core.FsyncChunk, core.FsyncBatch, core.FsyncNone} {
 		doneWritten(t, e, policy)
 	}
 	doneWhen(t, e)
@@ -25,10 +25,10 @@ func checkDone(t TB, e *env) {
 
 // doneWritten checks that a successful run's Close writes DONE durably
 // under policy: DONE.tmp synced, renamed into place, the root synced.
-func doneWritten(t TB, e *env, policy string) {
+func doneWritten(t TB, e *env, policy core.FsyncPolicy) {
 	inner := e.newFS()
 	fsys, log := recording(inner)
-	o := spoolOptions(t, "emit_done=success&fsync="+policy)
+	o := spoolOptions(t, "emit_done=success&fsync="+string(policy))
 	p, err := core.OpenProducer(fsys, o)
 	noErr(t, "OpenProducer", err)
 	_, err = p.Write(e.ctx, testMessages("d", 0, 3))
@@ -65,7 +65,7 @@ func doneWritten(t TB, e *env, policy string) {
 // doneWhen checks that emit_done decides when DONE is written.
 func doneWhen(t TB, e *env) {
 	for _, tc := range []struct {
-		emit   string
+		emit   core.EmitDone
 		cause  error
 		status string // "" = no DONE
 	}{
@@ -76,7 +76,7 @@ func doneWhen(t TB, e *env) {
 		{core.EmitAlways, errors.New("boom"), "failure"},
 	} {
 		fsys := e.newFS()
-		p, err := core.OpenProducer(fsys, spoolOptions(t, "emit_done="+tc.emit))
+		p, err := core.OpenProducer(fsys, spoolOptions(t, "emit_done="+string(tc.emit)))
 		noErr(t, "OpenProducer", err)
 		_ = p.CloseWithError(tc.cause)
 		rec, err := core.ReadDone(fsys)

@@ -200,17 +200,17 @@ func checkNack(t TB, e *env) {
 }
 
 func checkAckOrder(t TB, e *env) {
-	for _, policy := range []string{core.FsyncChunk, core.FsyncBatch, core.FsyncNone} {
+	for _, policy := range []core.FsyncPolicy{core.FsyncChunk, core.FsyncBatch, core.FsyncNone} {
 		ackOrderCase(t, e, policy)
 	}
 }
 
 // ackOrderCase acks all but the first of 103 messages over two shard
 // directories and checks the operations the Ack made under policy.
-func ackOrderCase(t TB, e *env, policy string) {
+func ackOrderCase(t TB, e *env, policy core.FsyncPolicy) {
 	inner := e.newFS()
 	fsys, log := recording(inner)
-	o := spoolOptions(t, "fsync="+policy+"&naming_pattern={seq:04}&shard_depth=1&shard_width=2")
+	o := spoolOptions(t, "fsync="+string(policy)+"&naming_pattern={seq:04}&shard_depth=1&shard_width=2")
 	p, err := core.OpenProducer(fsys, o)
 	noErr(t, "OpenProducer", err)
 	_, err = p.Write(e.ctx, testMessages("a", 0, 103))
@@ -259,7 +259,7 @@ func ackOrderCase(t TB, e *env, policy string) {
 // removed before its sidecar and, unless fsync=none, that the removal was
 // made durable in between: a power cut must not leave a payload without
 // its sidecar.
-func ackRemovals(t TB, policy string, ops []Op, nm names, d *core.Delivery) {
+func ackRemovals(t TB, policy core.FsyncPolicy, ops []Op, nm names, d *core.Delivery) {
 	t.Helper()
 	pi := find(ops, 0, isOp(OpRemove, nm.payloadName(d.Seq)))
 	si := find(ops, 0, isOp(OpRemove, nm.sidecarName(d.Seq)))

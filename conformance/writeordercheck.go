@@ -68,7 +68,7 @@ func isRename(from, to string) func(Op) bool {
 // checkWriteOrder checks, from the operations a Producer.Write makes, the
 // write protocol: tmp names, sidecar before payload, syncs per policy.
 func checkWriteOrder(t TB, e *env) {
-	for _, policy := range []string{core.FsyncChunk, core.FsyncBatch, core.FsyncNone} {
+	for _, policy := range []core.FsyncPolicy{core.FsyncChunk, core.FsyncBatch, core.FsyncNone} {
 		for _, atomic := range []bool{true, false} {
 			for _, layout := range []string{"", "&metadata_extension=", "&naming_pattern={seq:04}&shard_depth=2&shard_width=1"} {
 				q := fmt.Sprintf("fsync=%s&atomic=%v%s", policy, atomic, layout)

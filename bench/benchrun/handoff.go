@@ -69,7 +69,7 @@ func (cfg HandoffConfig) withDefaults() HandoffConfig {
 		cfg.Count = 200
 	}
 	if cfg.Fsync == "" {
-		cfg.Fsync = core.FsyncChunk
+		cfg.Fsync = string(core.FsyncChunk)
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 250 * time.Millisecond
