@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -72,29 +71,20 @@ func checkCreateExclRace(t TB, e *env) {
 	const workers = 8
 	for round := range 20 {
 		name := fmt.Sprintf("race-%d", round)
-		var wg sync.WaitGroup
-		errs := make([]error, workers)
-		start := make(chan struct{})
-		for w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				f, err := fsys.CreateExcl(name)
-				if err == nil {
-					_, err = fmt.Fprintf(f, "writer %d", w)
-					if cerr := f.Close(); err == nil {
-						err = cerr
-					}
-					if err != nil {
-						err = fmt.Errorf("write after winning: %w", err)
-					}
-				}
-				errs[w] = err
-			}()
-		}
-		close(start)
-		wg.Wait()
+		errs := raceAll(workers, func(w int) error {
+			f, err := fsys.CreateExcl(name)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(f, "writer %d", w)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return fmt.Errorf("write after winning: %w", err)
+			}
+			return nil
+		})
 		winner := -1
 		for w, err := range errs {
 			switch {
@@ -192,19 +182,9 @@ func checkRenameRace(t TB, e *env) {
 		for w := range workers {
 			writeFile(t, fsys, fmt.Sprintf("src-%d-%d", round, w), fmt.Appendf(nil, "from %d", w))
 		}
-		var wg sync.WaitGroup
-		errs := make([]error, workers)
-		start := make(chan struct{})
-		for w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				errs[w] = fsys.Rename(fmt.Sprintf("src-%d-%d", round, w), dst)
-			}()
-		}
-		close(start)
-		wg.Wait()
+		errs := raceAll(workers, func(w int) error {
+			return fsys.Rename(fmt.Sprintf("src-%d-%d", round, w), dst)
+		})
 		winner := -1
 		for w, err := range errs {
 			src := fmt.Sprintf("src-%d-%d", round, w)
@@ -613,20 +593,11 @@ func checkClaimRace(t TB, e *env) {
 	fsys := e.newFS()
 	const workers = 8
 	for round := range 20 {
-		var wg sync.WaitGroup
 		claims := make([]core.Claim, workers)
-		errs := make([]error, workers)
-		start := make(chan struct{})
-		for w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				claims[w], errs[w] = fsys.Lock("CLAIM")
-			}()
-		}
-		close(start)
-		wg.Wait()
+		errs := raceAll(workers, func(w int) (err error) {
+			claims[w], err = fsys.Lock("CLAIM")
+			return err
+		})
 		won := 0
 		for w := range workers {
 			if errs[w] == nil {

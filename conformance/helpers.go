@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mqb-project/mqb/core"
@@ -313,4 +314,21 @@ func (n names) sidecarName(seq uint64) string {
 	}
 	dir, leaf := n.base(seq)
 	return path.Join(dir, leaf+n.meta)
+}
+
+// raceAll runs fn for workers 0 to n-1 in goroutines released at the same
+// instant, and returns each worker's error once all have returned.
+func raceAll(n int, fn func(w int) error) []error {
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Go(func() {
+			<-start
+			errs[w] = fn(w)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return errs
 }
