@@ -189,14 +189,12 @@ func (r *Route) interrupted(ctx context.Context) error {
 	return fmt.Errorf("%w: %w", ErrInterrupted, cause)
 }
 
-// retryable reports whether a failed write may succeed if tried again.
+// retryable reports whether a failed write may succeed if tried again: not
+// when a target marked it Permanent, nor for a configuration error or a
+// spool error that core.Permanent classifies as permanent (a symbolic link,
+// a refused permission, an exhausted sequence...).
 func retryable(err error) bool {
-	for _, e := range []error{ErrPermanent, core.ErrProducerFailed, core.ErrSequenceExhausted, core.ErrClosed, core.ErrClaimed, core.ErrInvalidOption} {
-		if errors.Is(err, e) {
-			return false
-		}
-	}
-	return true
+	return !errors.Is(err, ErrPermanent) && !errors.Is(err, ErrConfig) && !core.Permanent(err)
 }
 
 func (r *Route) loop(ctx, sctx context.Context, retry RetryPolicy, log *slog.Logger, obs Observer) error {

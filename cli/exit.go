@@ -37,7 +37,8 @@ func exitCode(err error, sig int) int {
 		return ExitOK
 	case sig != 0 && errors.Is(err, bridge.ErrInterrupted):
 		return 128 + sig
-	case errors.As(err, &ue), errors.Is(err, bridge.ErrConfig), errors.Is(err, core.ErrInvalidOption):
+	case errors.As(err, &ue), errors.Is(err, bridge.ErrConfig), errors.Is(err, core.ErrInvalidOption),
+		errors.Is(err, core.ErrLayoutMismatch): // the options do not fit the spool
 		return ExitUsage
 	}
 	return ExitFailure

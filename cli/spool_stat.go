@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"text/tabwriter"
 	"time"
@@ -40,6 +41,12 @@ type statReport struct {
 	Tmp        int              `json:"tmp_files"`
 	Orphans    int              `json:"orphan_sidecars"`
 	Unexpected int              `json:"unexpected_files"`
+	// Foreign counts files with the payload extension that fit no chunk
+	// name; Layout says which options would read the chunk-like ones.
+	Foreign      int      `json:"foreign_payload_files"`
+	ForeignNames []string `json:"foreign_payload_names,omitempty"`
+	Links        []string `json:"symbolic_links,omitempty"`
+	Layout       string   `json:"layout_mismatch,omitempty"`
 }
 
 func (a *app) spoolStatCommand() *cobra.Command {
@@ -84,6 +91,14 @@ func spoolStat(fsys core.FS, o core.Options) (*statReport, error) {
 			ci.Modified = fi.ModTime().UTC()
 		}
 		return ci
+	}
+	sv, err := core.SurveyLayout(fsys, o)
+	if err != nil {
+		return nil, fmt.Errorf("spool %s: check layout: %w", o.Path, err)
+	}
+	rep.Foreign, rep.ForeignNames, rep.Links = sv.Foreign, sv.ForeignNames, sv.Links
+	if sv.Mismatch != nil {
+		rep.Layout = sv.Mismatch.Error()
 	}
 	if st.Chunks > 0 {
 		rep.Oldest, rep.Newest = info(st.Oldest, st.OldestSeq), info(st.Newest, st.NewestSeq)
@@ -156,6 +171,24 @@ func printStat(cmd *cobra.Command, r *statReport) {
 	}
 	if r.Tmp+r.Orphans+r.Unexpected > 0 {
 		fmt.Fprintf(w, "other\t%d tmp file(s), %d orphan sidecar(s), %d unexpected file(s)\n", r.Tmp, r.Orphans, r.Unexpected)
+	}
+	printSurvey(w, r)
+}
+
+// printSurvey prints what consumers with these options would never read.
+func printSurvey(w io.Writer, r *statReport) {
+	if r.Foreign > 0 {
+		fmt.Fprintf(w, "foreign\t%d file(s) with the payload extension fit no chunk name and are never delivered", r.Foreign)
+		if len(r.ForeignNames) > 0 {
+			fmt.Fprintf(w, ", e.g. %s", r.ForeignNames[0])
+		}
+		fmt.Fprintln(w)
+	}
+	for _, l := range r.Links {
+		fmt.Fprintf(w, "link\t%s is a symbolic link; mqb never follows links in a spool\n", l)
+	}
+	if r.Layout != "" {
+		fmt.Fprintf(w, "layout\t%s\n", r.Layout)
 	}
 }
 
