@@ -19,6 +19,9 @@ var ErrLayoutMismatch = errors.New("spool holds chunks these options do not read
 // having warned about.
 const maxForeignNames = 1000
 
+// defaultMetadataExt is the default metadata_extension.
+const defaultMetadataExt = ".json"
+
 // LayoutError is the error for chunks that sit where the configured layout
 // does not look. Fix names the settings that would read the largest group
 // of them; it is empty when no valid settings would.
@@ -159,12 +162,37 @@ func (sv *surveyor) file(dir, name string, widths []int, stems map[string]bool) 
 		}
 		return
 	}
-	// Another extension, same digit count, and no payload beside it (it is
+	// Digits, then another plain extension, and no payload beside it (so
 	// not a sidecar): a chunk written with another payload_extension.
-	if ext, ok := strings.CutPrefix(rest, l.suffix); ok && k > 0 && strings.HasPrefix(ext, ".") &&
-		ext != l.metaExt && !stems[name[:k]+l.suffix] && checkExt("payload_extension", ext, false) == nil {
+	if ext, ok := strings.CutPrefix(rest, l.suffix); ok && k > 0 && plainExt(ext) &&
+		!sidecarExt(l, ext) && !stems[name[:k]+l.suffix] {
 		sv.add(shape{len(widths), uniform(widths), k, ext}, full)
 	}
+}
+
+// plainExt reports whether ext is '.' and letters, digits, '_' or '-' only:
+// an extension a producer could have been given, not a backup's ".orig" or
+// "~" tail.
+func plainExt(ext string) bool {
+	if len(ext) < 2 || ext[0] != '.' {
+		return false
+	}
+	for _, r := range ext[1:] {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// sidecarExt reports whether files with ext are taken for sidecars: the
+// metadata_extension, or the default one when sidecars are off (a consumer
+// without sidecars leaves them behind).
+func sidecarExt(l *Layout, ext string) bool {
+	if l.metaExt == "" {
+		return ext == defaultMetadataExt
+	}
+	return ext == l.metaExt
 }
 
 func (sv *surveyor) add(sh shape, name string) {

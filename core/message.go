@@ -298,7 +298,7 @@ func salvageSidecar(b []byte) (id string, md map[string]string) {
 	if v, ok := raw["metadata"]; ok && json.Unmarshal(v, &fields) == nil {
 		for k, v := range fields {
 			var s string
-			if json.Unmarshal(v, &s) == nil {
+			if string(v) != "null" && json.Unmarshal(v, &s) == nil {
 				md[k] = s
 			}
 		}
