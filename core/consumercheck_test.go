@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mqb-project/mqb/core/option"
 )
 
 // put writes a file into the spool, making its directories.
@@ -309,7 +311,7 @@ func TestPermanentErrors(t *testing.T) {
 		{&SymlinkError{Spool: "/x", Link: "000", Op: "mkdir", Err: errors.New("refused")}, true},
 		{fmt.Errorf("w: %w", ErrSequenceExhausted), true},
 		{fmt.Errorf("w: %w: %w", ErrProducerFailed, syscall.ENOSPC), true},
-		{&OptionError{Field: "fsync", Value: "sometimes"}, true},
+		{&option.Error{Field: "fsync", Value: "sometimes"}, true},
 		{&LayoutError{}, true},
 		{&SidecarError{Path: "a.json", Err: errors.New("bad")}, true},
 	} {

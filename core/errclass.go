@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"strings"
 	"syscall"
+
+	"github.com/mqb-project/mqb/core/option"
 )
 
 // permanentErrors are the errors that trying the same operation again
@@ -13,7 +15,7 @@ import (
 // first. Everything else (ENOSPC, EIO, timeouts, a lost connection) may pass.
 var permanentErrors = []error{
 	ErrProducerFailed, ErrSequenceExhausted, ErrClosed, ErrClaimed,
-	ErrInvalidOption, ErrBadSidecar, ErrLayoutMismatch, ErrUnseenChunks,
+	option.ErrInvalid, ErrBadSidecar, ErrLayoutMismatch, ErrUnseenChunks,
 	fs.ErrExist,      // a name taken by another writer, or a link: never retried with the same name
 	fs.ErrPermission, // EACCES, EPERM
 	syscall.ELOOP,    // a symbolic link where the spool expects a file or directory
