@@ -19,9 +19,6 @@ var ErrLayoutMismatch = errors.New("spool holds chunks these options do not read
 // having warned about.
 const maxForeignNames = 1000
 
-// defaultMetadataExt is the default metadata_extension.
-const defaultMetadataExt = ".json"
-
 // LayoutError is the error for chunks that sit where the configured layout
 // does not look. Fix names the settings that would read the largest group
 // of them; it is empty when no valid settings would.
@@ -112,10 +109,20 @@ func (sv *surveyor) walk(dir string, widths []int) error {
 		}
 		return err
 	}
-	stems := map[string]bool{} // digits+suffix of files with the payload extension
-	for _, e := range entries {
-		if n := e.Name(); strings.HasSuffix(n, sv.l.payloadTail) {
-			stems[strings.TrimSuffix(n, sv.l.payloadExt)] = true
+	// The stems (digits+suffix) of sidecars that have no payload of this
+	// layout beside them: a payload of another extension may.
+	var lone map[string]bool
+	if sv.l.metaExt != "" {
+		lone = map[string]bool{}
+		for _, e := range entries {
+			if stem, ok := strings.CutSuffix(e.Name(), sv.l.metaTail); ok {
+				lone[stem] = true
+			}
+		}
+		for _, e := range entries {
+			if stem, ok := strings.CutSuffix(e.Name(), sv.l.payloadTail); ok {
+				delete(lone, stem)
+			}
 		}
 	}
 	for _, e := range entries {
@@ -132,14 +139,14 @@ func (sv *surveyor) walk(dir string, widths []int) error {
 				}
 			}
 		case e.Type().IsRegular():
-			sv.file(dir, name, widths, stems)
+			sv.file(dir, name, widths, lone)
 		}
 	}
 	return nil
 }
 
 // file looks at one regular file of dir.
-func (sv *surveyor) file(dir, name string, widths []int, stems map[string]bool) {
+func (sv *surveyor) file(dir, name string, widths []int, lone map[string]bool) {
 	l := sv.l
 	if strings.HasSuffix(name, TmpSuffix) || (dir == "." && isControlFile(name)) {
 		return
@@ -162,10 +169,9 @@ func (sv *surveyor) file(dir, name string, widths []int, stems map[string]bool) 
 		}
 		return
 	}
-	// Digits, then another plain extension, and no payload beside it (so
-	// not a sidecar): a chunk written with another payload_extension.
-	if ext, ok := strings.CutPrefix(rest, l.suffix); ok && k > 0 && plainExt(ext) &&
-		!sidecarExt(l, ext) && !stems[name[:k]+l.suffix] {
+	// Digits, another plain extension, and a sidecar without a payload
+	// beside it: a chunk written with another payload_extension.
+	if ext, ok := strings.CutPrefix(rest, l.suffix); ok && k > 0 && plainExt(ext) && lone[name[:k]+l.suffix] {
 		sv.add(shape{len(widths), uniform(widths), k, ext}, full)
 	}
 }
@@ -183,16 +189,6 @@ func plainExt(ext string) bool {
 		}
 	}
 	return true
-}
-
-// sidecarExt reports whether files with ext are taken for sidecars: the
-// metadata_extension, or the default one when sidecars are off (a consumer
-// without sidecars leaves them behind).
-func sidecarExt(l *Layout, ext string) bool {
-	if l.metaExt == "" {
-		return ext == defaultMetadataExt
-	}
-	return ext == l.metaExt
 }
 
 func (sv *surveyor) add(sh shape, name string) {
