@@ -46,6 +46,7 @@ func (e *UnseenError) Is(target error) bool { return target == ErrUnseenChunks }
 type consumerCheck struct {
 	log       *slog.Logger
 	surveyed  bool
+	refused   error // the layout error startCheck found; it stays
 	warned    map[string]bool // names already warned about
 	delivered int
 	maxSeq    uint64
@@ -89,10 +90,11 @@ func (c *Consumer) warnOnce(name, msg string, args ...any) {
 }
 
 // startCheck runs before the first delivery: it refuses a spool that holds
-// chunks of another layout, and warns about foreign files and links.
+// chunks of another layout, for good, and warns about foreign files and
+// links.
 func (c *Consumer) startCheck() error {
 	if c.check.surveyed {
-		return nil
+		return c.check.refused
 	}
 	sv, err := SurveyLayout(c.fsys, c.opts)
 	if err != nil {
@@ -101,9 +103,9 @@ func (c *Consumer) startCheck() error {
 	c.check.surveyed = true
 	c.warnSurvey(sv)
 	if sv.Mismatch != nil {
-		return sv.Mismatch
+		c.check.refused = sv.Mismatch
 	}
-	return nil
+	return c.check.refused
 }
 
 func (c *Consumer) warnSurvey(sv *Survey) {

@@ -114,13 +114,16 @@ func TestLayoutMismatchRefused(t *testing.T) {
 					t.Fatal(err)
 				}
 				got, err := readAllOf(t, c)
-				c.Close()
+				defer c.Close()
 				var le *LayoutError
 				if !errors.As(err, &le) || !errors.Is(err, ErrLayoutMismatch) || !Permanent(err) {
 					t.Fatalf("%s: read %q, then %v; want a *LayoutError", mode, got, err)
 				}
 				if !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("%s:\n got %s\nwant %s", mode, err, tc.want)
+				}
+				if _, err := c.Read(context.Background(), 1); !errors.Is(err, ErrLayoutMismatch) {
+					t.Fatalf("%s: a second Read = %v, want the refusal again", mode, err)
 				}
 				if n := countFiles(t, fsys, "bin") + countFiles(t, fsys, "dat"); n != 12 {
 					t.Fatalf("%d payloads left, want all 12", n)
