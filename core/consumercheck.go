@@ -46,7 +46,7 @@ func (e *UnseenError) Is(target error) bool { return target == ErrUnseenChunks }
 type consumerCheck struct {
 	log       *slog.Logger
 	surveyed  bool
-	refused   error // the layout error startCheck found; it stays
+	refused   error           // the layout error startCheck found; it stays
 	warned    map[string]bool // names already warned about
 	delivered int
 	maxSeq    uint64
