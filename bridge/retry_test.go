@@ -1,0 +1,175 @@
+package bridge_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mqb-project/mqb/bridge"
+	"github.com/mqb-project/mqb/core"
+)
+
+func TestBackoffWaitsWithJitterWithinTheBudget(t *testing.T) {
+	p := bridge.RetryPolicy{Initial: 10 * time.Millisecond, Max: 40 * time.Millisecond, Budget: time.Hour}
+	seen := map[time.Duration]bool{}
+	for range 50 {
+		b := bridge.NewBackoff(p)
+		for i, want := range []time.Duration{10, 20, 40, 40} {
+			want *= time.Millisecond
+			d, err := b.Next(errors.New("refused"))
+			require.NoError(t, err)
+			assert.True(t, d >= want/2 && d <= want, "retry %d waits %v, want %v to %v", i+1, d, want/2, want)
+			if i == 0 {
+				seen[d] = true
+			}
+		}
+	}
+	assert.Greater(t, len(seen), 5, "waits differ from one process to the next")
+}
+
+func TestBackoffStops(t *testing.T) {
+	p := bridge.RetryPolicy{Initial: 20 * time.Millisecond, Max: 20 * time.Millisecond, Budget: 50 * time.Millisecond}
+	for _, tc := range []struct {
+		name    string
+		err     error
+		retries int // how many waits Next grants before it gives up
+	}{
+		{"a transient failure, until the budget is spent", errors.New("connection refused"), 3},
+		{"a permanent failure, at once", bridge.Permanent(errors.New("bad payload")), 0},
+		{"a configuration mistake, at once", &bridge.ConfigError{Err: errors.New("no such stream")}, 0},
+		{"an invalid option, at once", &core.OptionError{Field: "x", Msg: "bad"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := bridge.NewBackoff(p)
+			n := 0
+			for {
+				d, err := b.Next(tc.err)
+				if err != nil {
+					assert.ErrorIs(t, err, tc.err)
+					break
+				}
+				n++
+				time.Sleep(d)
+			}
+			// Waits of 10-20ms fit 2 to 5 times into 50ms.
+			if tc.retries == 0 {
+				assert.Zero(t, n)
+			} else {
+				assert.True(t, n >= 2 && n <= 5, "%d retries", n)
+			}
+		})
+	}
+}
+
+func TestBackoffResetStartsANewBudget(t *testing.T) {
+	b := bridge.NewBackoff(bridge.RetryPolicy{Initial: time.Millisecond, Max: time.Millisecond, Budget: 30 * time.Millisecond})
+	for range 3 {
+		_, err := b.Next(errors.New("down"))
+		require.NoError(t, err)
+		time.Sleep(20 * time.Millisecond)
+		b.Reset()
+	}
+	assert.Zero(t, b.Attempt())
+}
+
+// flakyEnd is a source or target whose Connect fails with errs in turn.
+type flakyEnd struct {
+	*fakeSource
+	errs  []error
+	calls int
+}
+
+func (f *flakyEnd) Connect(context.Context) error {
+	f.calls++
+	if f.calls <= len(f.errs) {
+		return f.errs[f.calls-1]
+	}
+	return nil
+}
+
+func TestRouteRetriesConnect(t *testing.T) {
+	refused := errors.New("dial tcp 127.0.0.1:4222: connect: connection refused")
+	for _, tc := range []struct {
+		name      string
+		errs      []error
+		budget    time.Duration
+		wantErr   error // nil: the route runs
+		wantCalls int
+	}{
+		{"transient failures, then a connection", []error{refused, refused, refused}, time.Minute, nil, 4},
+		{"a configuration mistake fails at once", []error{&bridge.ConfigError{Err: errors.New("stream ORDERS does not exist")}}, time.Minute, bridge.ErrConfig, 1},
+		{"a budget of 0 does not retry", []error{refused}, 0, refused, 1},
+		{"failures past the budget", []error{refused, refused, refused, refused, refused, refused, refused, refused, refused, refused}, 15 * time.Millisecond, refused, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := &flakyEnd{fakeSource: newFakeSource(2), errs: tc.errs}
+			tgt := &fakeTarget{}
+			r := newRoute(src.fakeSource, tgt)
+			r.Source = src
+			r.Retry.Budget = tc.budget
+			err := r.Run(context.Background())
+			if tc.wantErr == nil {
+				require.NoError(t, err)
+				assert.Equal(t, seq(2), payloads(tgt.got))
+			} else {
+				require.ErrorIs(t, err, tc.wantErr)
+				assert.Contains(t, err.Error(), "connect source fake-in")
+				assert.Empty(t, tgt.got)
+			}
+			if tc.wantCalls > 0 {
+				assert.Equal(t, tc.wantCalls, src.calls)
+			} else {
+				assert.Greater(t, src.calls, 2, "retried while the budget lasted")
+				assert.Less(t, src.calls, len(tc.errs), "and stopped when it was spent")
+			}
+		})
+	}
+}
+
+// transientSource fails its first reads with a transient error.
+type transientSource struct {
+	*fakeSource
+	fails, calls int
+}
+
+func (s *transientSource) ReadBatch(ctx context.Context, max int) ([]*bridge.Message, bridge.AckFunc, error) {
+	s.calls++
+	if s.calls <= s.fails {
+		return nil, nil, bridge.Transient(fmt.Errorf("no responders (read %d)", s.calls))
+	}
+	return s.fakeSource.ReadBatch(ctx, max)
+}
+
+func TestRouteRetriesTransientReads(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		fails   int
+		budget  time.Duration
+		wantErr bool
+	}{
+		{"within the budget", 3, time.Minute, false},
+		{"past the budget", 1000, 20 * time.Millisecond, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := &transientSource{fakeSource: newFakeSource(3), fails: tc.fails}
+			tgt := &fakeTarget{}
+			r := newRoute(src.fakeSource, tgt)
+			r.Source = src
+			r.Retry.Budget = tc.budget
+			err := r.Run(context.Background())
+			if !tc.wantErr {
+				require.NoError(t, err)
+				assert.Equal(t, seq(3), payloads(tgt.got))
+				return
+			}
+			require.ErrorIs(t, err, bridge.ErrTransient)
+			assert.Contains(t, err.Error(), "read from fake-in")
+			assert.Contains(t, err.Error(), "retry budget 20ms")
+		})
+	}
+}
