@@ -50,8 +50,8 @@ type BatchConfig struct {
 
 // RetryConfig is the retry policy of a route; unset fields take the values
 // of DefaultRetry. MaxRetries 0 means no retries, -1 retries forever.
-// Budget is how long failures to connect (and transient failures to read)
-// are retried; 0s means not at all.
+// Budget is how long failures to connect (and failures an endpoint
+// retries by itself, see RetryUser) are retried; 0s means not at all.
 type RetryConfig struct {
 	InitialInterval Duration  `yaml:"initial_interval"`
 	MaxInterval     Duration  `yaml:"max_interval"`

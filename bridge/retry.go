@@ -15,24 +15,14 @@ import (
 // ride out a server restart or the leader election of a cluster.
 const DefaultRetryBudget = time.Minute
 
-// ErrTransient marks (see Transient) a failure of a running source that may
-// go away by itself: a server restarting, a cluster electing a leader. The
-// route retries the read with backoff for as long as RetryPolicy.Budget.
-var ErrTransient = errors.New("transient failure")
-
-// Transient marks err as one that may go away by itself (see ErrTransient).
-func Transient(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &transientError{err}
+// RetryUser is implemented by endpoints that retry failures of their own
+// while they run (a pull during a cluster's leader election). The route
+// calls SetRetry with its policy before Connect; such an endpoint retries
+// with a Backoff and fails once the failures have lasted the policy's
+// Budget.
+type RetryUser interface {
+	SetRetry(p RetryPolicy)
 }
-
-type transientError struct{ err error }
-
-func (e *transientError) Error() string        { return e.err.Error() }
-func (e *transientError) Unwrap() error        { return e.err }
-func (e *transientError) Is(target error) bool { return target == ErrTransient }
 
 // retryable reports whether a failure may go away if the operation is tried
 // again: everything but a permanent failure or a configuration mistake.

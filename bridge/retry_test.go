@@ -3,7 +3,6 @@ package bridge_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -131,45 +130,20 @@ func TestRouteRetriesConnect(t *testing.T) {
 	}
 }
 
-// transientSource fails its first reads with a transient error.
-type transientSource struct {
+// retryUser records the policy the route gives it.
+type retryUser struct {
 	*fakeSource
-	fails, calls int
+	got *bridge.RetryPolicy
 }
 
-func (s *transientSource) ReadBatch(ctx context.Context, max int) ([]*bridge.Message, bridge.AckFunc, error) {
-	s.calls++
-	if s.calls <= s.fails {
-		return nil, nil, bridge.Transient(fmt.Errorf("no responders (read %d)", s.calls))
-	}
-	return s.fakeSource.ReadBatch(ctx, max)
-}
+func (u *retryUser) SetRetry(p bridge.RetryPolicy) { u.got = &p }
 
-func TestRouteRetriesTransientReads(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		fails   int
-		budget  time.Duration
-		wantErr bool
-	}{
-		{"within the budget", 3, time.Minute, false},
-		{"past the budget", 1000, 20 * time.Millisecond, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			src := &transientSource{fakeSource: newFakeSource(3), fails: tc.fails}
-			tgt := &fakeTarget{}
-			r := newRoute(src.fakeSource, tgt)
-			r.Source = src
-			r.Retry.Budget = tc.budget
-			err := r.Run(context.Background())
-			if !tc.wantErr {
-				require.NoError(t, err)
-				assert.Equal(t, seq(3), payloads(tgt.got))
-				return
-			}
-			require.ErrorIs(t, err, bridge.ErrTransient)
-			assert.Contains(t, err.Error(), "read from fake-in")
-			assert.Contains(t, err.Error(), "retry budget 20ms")
-		})
-	}
+func TestRouteGivesItsRetryPolicyToEndpoints(t *testing.T) {
+	src := &retryUser{fakeSource: newFakeSource(1)}
+	r := newRoute(src.fakeSource, &fakeTarget{})
+	r.Source = src
+	r.Retry.Budget = 42 * time.Second
+	require.NoError(t, r.Run(context.Background()))
+	require.NotNil(t, src.got)
+	assert.Equal(t, *r.Retry, *src.got)
 }

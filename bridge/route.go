@@ -30,8 +30,9 @@ type RetryPolicy struct {
 	// MaxRetries is how many times one batch is retried before the route
 	// fails; 0 means never, a negative value means forever.
 	MaxRetries int
-	// Budget is how long connecting an end, or a read failing with
-	// ErrTransient, is retried before the route fails; 0 means not at all.
+	// Budget is how long connecting an end is retried before the route
+	// fails, and how long an endpoint that retries by itself (see
+	// RetryUser) may keep failing; 0 means no such retries.
 	Budget time.Duration
 }
 
@@ -149,6 +150,11 @@ func (r *Route) Run(ctx context.Context) (err error) {
 	if d, ok := r.Source.(Drainer); ok {
 		d.SetDrain(r.Drain)
 	}
+	for _, end := range []any{r.Source, r.Target} {
+		if u, ok := end.(RetryUser); ok {
+			u.SetRetry(retry)
+		}
+	}
 	if err := r.connect(ctx, retry, log, "input", r.Input, r.Source.Connect); err != nil {
 		if ctx.Err() != nil {
 			return r.interrupted(ctx)
@@ -242,11 +248,9 @@ func (r *Route) failed(batch []*Message) {
 
 func (r *Route) loop(ctx, sctx context.Context, retry RetryPolicy, log *slog.Logger, obs Observer) error {
 	failures := 0
-	reads := NewBackoff(retry)
 	for {
 		batch, acks, rerr := r.collect(ctx)
 		if len(batch) > 0 {
-			reads.Reset()
 			werr := r.write(sctx, batch, acks, obs)
 			if werr == nil {
 				failures = 0
@@ -276,15 +280,6 @@ func (r *Route) loop(ctx, sctx context.Context, retry RetryPolicy, log *slog.Log
 			return nil
 		case ctx.Err() != nil:
 			return r.interrupted(ctx)
-		case errors.Is(rerr, ErrTransient):
-			wait, err := reads.Next(rerr)
-			if err != nil {
-				return fmt.Errorf("read from %s: %w", r.Input, err)
-			}
-			log.Warn("read failed; retrying", "input", r.Input, "attempt", reads.Attempt(), "wait", wait.Round(time.Millisecond), "error", rerr)
-			if sleep(ctx, wait) != nil {
-				return r.interrupted(ctx)
-			}
 		default:
 			return fmt.Errorf("read from %s: %w", r.Input, rerr)
 		}
