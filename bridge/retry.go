@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mqb-project/mqb/core"
+	"github.com/mqb-project/mqb/core/option"
 )
 
 // DefaultRetryBudget is how long a route keeps retrying a transient failure
@@ -28,7 +29,7 @@ type RetryUser interface {
 // again: everything but a permanent failure or a configuration mistake.
 func retryable(err error) bool {
 	for _, e := range []error{ErrPermanent, ErrConfig, core.ErrProducerFailed, core.ErrSequenceExhausted,
-		core.ErrClosed, core.ErrClaimed, core.ErrInvalidOption} {
+		core.ErrClosed, core.ErrClaimed, option.ErrInvalid} {
 		if errors.Is(err, e) {
 			return false
 		}

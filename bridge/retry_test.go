@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mqb-project/mqb/bridge"
-	"github.com/mqb-project/mqb/core"
+	"github.com/mqb-project/mqb/core/option"
 )
 
 func TestBackoffWaitsWithJitterWithinTheBudget(t *testing.T) {
@@ -41,7 +41,7 @@ func TestBackoffStops(t *testing.T) {
 		{"a transient failure, until the budget is spent", errors.New("connection refused"), 3},
 		{"a permanent failure, at once", bridge.Permanent(errors.New("bad payload")), 0},
 		{"a configuration mistake, at once", &bridge.ConfigError{Err: errors.New("no such stream")}, 0},
-		{"an invalid option, at once", &core.OptionError{Field: "x", Msg: "bad"}, 0},
+		{"an invalid option, at once", &option.Error{Field: "x", Msg: "bad"}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := bridge.NewBackoff(p)
