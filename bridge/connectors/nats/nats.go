@@ -133,7 +133,12 @@ func redact(u *url.URL) string {
 			r.User = url.User("xxxxx") // a token
 		}
 	}
-	return querySecret.ReplaceAllString(r.Redacted(), "${1}xxxxx")
+	text := r.Redacted()
+	if r.Host == "" && r.Opaque == "" && r.Path == "" && r.User == nil {
+		// url.URL drops the // of nats://?servers=...; keep it as written.
+		text = strings.Replace(text, r.Scheme+":", r.Scheme+"://", 1)
+	}
+	return querySecret.ReplaceAllString(text, "${1}xxxxx")
 }
 
 // config is the decoded options shared by source and target.

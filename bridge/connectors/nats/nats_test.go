@@ -200,6 +200,8 @@ func TestURLFields(t *testing.T) {
 	assert.Equal(t, "nats://xxxxx@h:4222?subject=s", redact(u))
 	u, _ = url.Parse("nats://u:pw@h:4222?subject=s&token=tk")
 	assert.Equal(t, "nats://u:xxxxx@h:4222?subject=s&token=xxxxx", redact(u))
+	u, _ = url.Parse("nats://?servers=a:4222,b:4222&subject=s&password=pw&username=u")
+	assert.Equal(t, "nats://?servers=a:4222,b:4222&subject=s&password=xxxxx&username=u", redact(u), "a URL without host keeps its //")
 
 	_, err := NewSource(resolve(t, "nats://h?subject=s"))
 	require.ErrorIs(t, err, option.ErrInvalid)
