@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -179,14 +180,16 @@ func clusterScenario(t *testing.T, victim string) {
 	subject := svcUnique("mqbe2e.orders.")
 	durable := svcUnique("orders-db-")
 
+	var all []*svcProc // for the summary at the end
+	defer func() { clusterSummary(t, all) }()
 	forward := func(i int) *svcProc {
-		return svcStart(t, "copy", "--drain", "--batch-size", "20", "--from", "dir-spool://"+spoolDirs[i],
-			"--to", "nats://"+servers+"?subject="+subject+"&stream="+stream+"&create_stream=true&replicas=3")
+		return track(&all, svcStart(t, "copy", "--drain", "--batch-size", "20", "--from", "dir-spool://"+spoolDirs[i],
+			"--to", "nats://"+servers+"?subject="+subject+"&stream="+stream+"&create_stream=true&replicas=3&write_timeout=5s"))
 	}
 	consumerArgs := []string{"copy", "--batch-size", "20",
 		"--from", "nats://" + servers + "?subject=" + subject + "&stream=" + stream + "&durable=" + durable + "&ack_wait=5s",
 		"--to", "postgres://postgres@127.0.0.1/test?table=" + table + "&id_column=message_id"}
-	consume := func() *svcProc { return svcStart(t, consumerArgs...) }
+	consume := func() *svcProc { return track(&all, svcStart(t, consumerArgs...)) }
 
 	forwarders := []*svcProc{forward(0), forward(1), forward(2)}
 	require.Eventually(t, func() bool { _, err := streamInfo(js, stream); return err == nil },
@@ -279,4 +282,30 @@ func streamIDs(t *testing.T, js jetstream.JetStream, stream string) int {
 		require.NotZero(t, got, "the stream says %d messages, read %d", info.State.Msgs, len(seen))
 	}
 	return len(seen)
+}
+
+func track(all *[]*svcProc, p *svcProc) *svcProc {
+	*all = append(*all, p)
+	return p
+}
+
+// clusterSummary logs, for each mqb process, how it ended and how often it
+// retried, to show what the kills did.
+func clusterSummary(t *testing.T, procs []*svcProc) {
+	msgRE := regexp.MustCompile(`msg="([^"]*)"`)
+	for i, p := range procs {
+		retries := map[string]int{}
+		end := "killed"
+		for _, line := range strings.Split(p.log(), "\n") {
+			m := msgRE.FindStringSubmatch(line)
+			switch {
+			case m == nil:
+			case strings.Contains(m[1], "retrying"):
+				retries[m[1]]++
+			case m[1] == "route finished" || m[1] == "route interrupted":
+				end = line[strings.Index(line, "msg="):]
+			}
+		}
+		t.Logf("mqb %d: %s; retries: %v", i, end, retries)
+	}
 }
