@@ -41,7 +41,8 @@ func retryable(err error) bool {
 // before retry n is drawn at random between half and all of
 // Initial*2^(n-1) (capped at Max), so that a fleet of processes that failed
 // together does not retry in lockstep; retrying stops once the failures have
-// lasted Budget. The zero Backoff is not usable: make one with NewBackoff.
+// lasted Budget (the last wait is cut short to end with it). The zero
+// Backoff is not usable: make one with NewBackoff.
 type Backoff struct {
 	policy RetryPolicy
 	first  time.Time // the first failure since the last success
@@ -56,8 +57,8 @@ func (b *Backoff) Reset() { b.n, b.first = 0, time.Time{} }
 
 // Next records the failure err and returns how long to wait before the
 // next attempt. It returns err itself when err is permanent (see Permanent,
-// ConfigError), and an error wrapping err when the next attempt would start
-// after the budget.
+// ConfigError), and an error wrapping err once the failures have lasted the
+// budget.
 func (b *Backoff) Next(err error) (time.Duration, error) {
 	if !retryable(err) {
 		return 0, err
@@ -67,12 +68,14 @@ func (b *Backoff) Next(err error) (time.Duration, error) {
 		b.first = now
 	}
 	b.n++
-	wait := jitter(b.policy.wait(b.n))
-	if spent := now.Sub(b.first); spent+wait > b.policy.Budget {
+	spent := now.Sub(b.first)
+	left := b.policy.Budget - spent
+	if left <= 0 {
 		return 0, fmt.Errorf("still failing after %d attempt(s) in %v (retry budget %v): %w",
 			b.n, spent.Round(time.Millisecond), b.policy.Budget, err)
 	}
-	return wait, nil
+	// The last attempt comes when the budget ends.
+	return min(jitter(b.policy.wait(b.n)), left), nil
 }
 
 // Wait is Next followed by the wait it returned; it returns nil when the

@@ -338,21 +338,22 @@ func authFailure(err error) bool {
 		errors.Is(err, natsgo.ErrPermissionViolation)
 }
 
-// errMisconfigured marks a failure that only a change of configuration (of
-// mqb or of the stream) fixes.
-var errMisconfigured = errors.New("misconfigured")
+// errReplicasNotClustered is JetStream's refusal of replicas > 1 by a
+// single server.
+const errReplicasNotClustered = 10074
 
 // configIf makes err a *bridge.ConfigError when it is a refusal that the
-// same request gets again: a request JetStream answers as bad (400), a
-// stream or consumer that does not exist, JetStream not enabled, bad
-// credentials. Other failures, such as "no responders" while a cluster
-// elects a leader, or a timeout, stay as they are, for the route to retry.
+// same request gets again: a request JetStream answers as bad (400),
+// replicas on a single server, JetStream not enabled, bad credentials.
+// Other failures, such as "no responders" while a cluster elects a leader,
+// or a timeout, stay as they are, for the route to retry.
 func configIf(err error) error {
 	var api *jetstream.APIError
 	switch {
-	case errors.Is(err, errMisconfigured), authFailure(err),
+	case errors.Is(err, bridge.ErrConfig):
+	case authFailure(err),
 		errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount),
-		errors.As(err, &api) && api.Code == 400:
+		errors.As(err, &api) && (api.Code == 400 || api.ErrorCode == errReplicasNotClustered):
 		return &bridge.ConfigError{Err: err}
 	}
 	return err
@@ -382,7 +383,7 @@ func (c *config) findStream(ctx context.Context, js jetstream.JetStream) (string
 		}
 		return c.stream, nil
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		return "", fmt.Errorf("stream %s does not exist (create it, or set create_stream=true): %w: %w", c.stream, errMisconfigured, err)
+		return "", &bridge.ConfigError{Err: fmt.Errorf("stream %s does not exist (create it, or set create_stream=true): %w", c.stream, err)}
 	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
 		return "", fmt.Errorf("JetStream is not enabled on the server (nats-server -js): %w", err)
 	case errors.Is(err, natsgo.ErrNoResponders):
@@ -397,7 +398,7 @@ func (c *config) streamBySubject(ctx context.Context, js jetstream.JetStream) (s
 	case err == nil:
 		return name, nil
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		return "", fmt.Errorf("no stream captures subject %s (create one, or set stream=NAME&create_stream=true): %w: %w", c.subject, errMisconfigured, err)
+		return "", &bridge.ConfigError{Err: fmt.Errorf("no stream captures subject %s (create one, or set stream=NAME&create_stream=true): %w", c.subject, err)}
 	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
 		return "", fmt.Errorf("JetStream is not enabled on the server (nats-server -js): %w", err)
 	case errors.Is(err, natsgo.ErrNoResponders):
@@ -418,8 +419,8 @@ func (c *config) covers(sc jetstream.StreamConfig) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("stream %s does not capture subject %s (its subjects: %s): %w",
-		c.stream, c.subject, strings.Join(sc.Subjects, ", "), errMisconfigured)
+	return &bridge.ConfigError{Err: fmt.Errorf("stream %s does not capture subject %s (its subjects: %s)",
+		c.stream, c.subject, strings.Join(sc.Subjects, ", "))}
 }
 
 // subjectMatches reports whether the literal subject matches pattern, a

@@ -450,7 +450,9 @@ func TestWhichFailuresAreConfiguration(t *testing.T) {
 		{natsgo.ErrAuthorization, true},
 		{jetstream.ErrJetStreamNotEnabled, true},
 		{&jetstream.APIError{Code: 400, ErrorCode: 10093, Description: "consumer filter subject is not a valid subset of the interest subjects"}, true},
-		{fmt.Errorf("stream X does not exist: %w", errMisconfigured), true},
+		{&bridge.ConfigError{Err: errors.New("stream X does not exist")}, true},
+		{&jetstream.APIError{Code: 500, ErrorCode: 10074, Description: "replicas > 1 not supported in non-clustered mode"}, true},
+		{&jetstream.APIError{Code: 503, ErrorCode: 10023, Description: "insufficient resources"}, false},
 	} {
 		err := configIf(fmt.Errorf("nats source: %w", tc.err))
 		assert.Equal(t, tc.config, errors.Is(err, bridge.ErrConfig), "%v", tc.err)
