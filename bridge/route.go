@@ -147,14 +147,7 @@ func (r *Route) Run(ctx context.Context) (err error) {
 		}
 	}()
 
-	if d, ok := r.Source.(Drainer); ok {
-		d.SetDrain(r.Drain)
-	}
-	for _, end := range []any{r.Source, r.Target} {
-		if u, ok := end.(RetryUser); ok {
-			u.SetRetry(retry)
-		}
-	}
+	r.configureEnds(retry)
 	if err := r.connect(ctx, retry, log, "input", r.Input, r.Source.Connect); err != nil {
 		if ctx.Err() != nil {
 			return r.interrupted(ctx)
@@ -191,6 +184,19 @@ func (r *Route) Run(ctx context.Context) (err error) {
 		log.Warn("route interrupted", "read", r.read, "written", r.written, "retried", r.retried, "elapsed", elapsed.Round(time.Millisecond))
 	}
 	return errors.Join(errs...)
+}
+
+// configureEnds gives the ends what they need to know before Connect: the
+// drain flag, and the retry policy.
+func (r *Route) configureEnds(retry RetryPolicy) {
+	if d, ok := r.Source.(Drainer); ok {
+		d.SetDrain(r.Drain)
+	}
+	for _, end := range []any{r.Source, r.Target} {
+		if u, ok := end.(RetryUser); ok {
+			u.SetRetry(retry)
+		}
+	}
 }
 
 func (r *Route) batchSize() int {

@@ -159,22 +159,7 @@ func clusterScenario(t *testing.T, victim string) {
 
 	const spools, perSpool = 3, 1000
 	total := spools * perSpool
-	dir := t.TempDir()
-	spoolDirs := make([]string, spools)
-	for i := range spoolDirs {
-		var lines []string
-		for n := range perSpool {
-			lines = append(lines, fmt.Sprintf(`{"host":%d,"n":%d}`, i, n))
-		}
-		input := filepath.Join(dir, fmt.Sprintf("in%d.jsonl", i))
-		require.NoError(t, os.WriteFile(input, []byte(strings.Join(lines, "\n")+"\n"), 0o600))
-		spoolDirs[i] = filepath.Join(dir, fmt.Sprintf("spool%d", i))
-		// The spools' durability is not under test: fsync=batch keeps this
-		// quick.
-		code, _ := svcRun(t, "copy", "--drain", "--batch-size", "1000", "--from", "file://"+input+"?format=json",
-			"--to", "dir-spool://"+spoolDirs[i]+"?fsync=batch")
-		require.Equal(t, 0, code)
-	}
+	spoolDirs := clusterSpools(t, spools, perSpool)
 	table := svcTable(t, conn, "message_id text PRIMARY KEY, host int NOT NULL, n int NOT NULL")
 	stream := strings.ToUpper(svcUnique("MQB_E2E_"))
 	subject := svcUnique("mqbe2e.orders.")
@@ -204,37 +189,20 @@ func clusterScenario(t *testing.T, victim string) {
 		info, err = streamInfo(js, stream)
 		return err == nil && info.State.Msgs >= uint64(total/5) && info.Cluster != nil && info.Cluster.Leader != ""
 	}, 60*time.Second, 5*time.Millisecond)
-	name := info.Cluster.Leader
-	if victim == "follower" {
-		require.NotEmpty(t, info.Cluster.Replicas)
-		name = info.Cluster.Replicas[0].Name
-	}
-	var node *natsNode
-	for _, n := range nodes {
-		if n.name == name {
-			node = n
-		}
-	}
-	require.NotNil(t, node, "no node named %q", name)
+	node := victimNode(t, nodes, info, victim)
 	forwarders[0].kill9(t)
 	consumers[0].kill9(t)
 	node.kill9(t)
 	rows := svcCount(t, conn, "SELECT count(*) FROM "+table)
 	t.Logf("killed node %s (the %s), a forwarder and a consumer with %d messages in the stream and %d rows in PostgreSQL",
-		name, victim, info.State.Msgs, rows)
+		node.name, victim, info.State.Msgs, rows)
 	forwarders[0] = forward(0)
 	consumers[0] = consume()
 	time.Sleep(3 * time.Second)
 	node.start(t)
 
 	for i, f := range forwarders {
-		select {
-		case <-f.done:
-			f.done <- nil // for the cleanup
-		case <-time.After(90 * time.Second):
-			t.Fatalf("forwarder %d did not finish:\n%s", i, f.log())
-		}
-		require.Equal(t, 0, f.cmd.ProcessState.ExitCode(), "forwarder %d:\n%s", i, f.log())
+		awaitExit0(t, f, fmt.Sprintf("forwarder %d", i))
 		assert.Empty(t, svcChunks(t, spoolDirs[i]), "spool %d is empty", i)
 	}
 	require.Eventually(t, func() bool { return svcCount(t, conn, "SELECT count(*) FROM "+table) >= total },
@@ -253,6 +221,59 @@ func clusterScenario(t *testing.T, victim string) {
 	assert.Equal(t, total, svcCount(t, conn, "SELECT count(*) FROM "+table))
 	assert.Equal(t, total, svcCount(t, conn, "SELECT count(DISTINCT (host, n)) FROM "+table), "every message once")
 	assert.Equal(t, total, streamIDs(t, js, stream), "the stream holds each message id once")
+}
+
+// clusterSpools makes spools of perSpool messages each, numbered by host
+// and n.
+func clusterSpools(t *testing.T, spools, perSpool int) []string {
+	t.Helper()
+	dir := t.TempDir()
+	spoolDirs := make([]string, spools)
+	for i := range spoolDirs {
+		var lines []string
+		for n := range perSpool {
+			lines = append(lines, fmt.Sprintf(`{"host":%d,"n":%d}`, i, n))
+		}
+		input := filepath.Join(dir, fmt.Sprintf("in%d.jsonl", i))
+		require.NoError(t, os.WriteFile(input, []byte(strings.Join(lines, "\n")+"\n"), 0o600))
+		spoolDirs[i] = filepath.Join(dir, fmt.Sprintf("spool%d", i))
+		// The spools' durability is not under test: fsync=batch keeps this
+		// quick.
+		code, _ := svcRun(t, "copy", "--drain", "--batch-size", "1000", "--from", "file://"+input+"?format=json",
+			"--to", "dir-spool://"+spoolDirs[i]+"?fsync=batch")
+		require.Equal(t, 0, code)
+	}
+	return spoolDirs
+}
+
+// victimNode returns the stream's leader node, or one of its followers.
+func victimNode(t *testing.T, nodes []*natsNode, info *jetstream.StreamInfo, victim string) *natsNode {
+	t.Helper()
+	name := info.Cluster.Leader
+	if victim == "follower" {
+		require.NotEmpty(t, info.Cluster.Replicas)
+		name = info.Cluster.Replicas[0].Name
+	}
+	for _, n := range nodes {
+		if n.name == name {
+			return n
+		}
+	}
+	t.Fatalf("no node named %q", name)
+	return nil
+}
+
+// awaitExit0 waits for a draining mqb to end, and checks that it
+// succeeded.
+func awaitExit0(t *testing.T, p *svcProc, what string) {
+	t.Helper()
+	select {
+	case <-p.done:
+		p.done <- nil // for the cleanup
+	case <-time.After(90 * time.Second):
+		t.Fatalf("%s did not finish:\n%s", what, p.log())
+	}
+	require.Equal(t, 0, p.cmd.ProcessState.ExitCode(), "%s:\n%s", what, p.log())
 }
 
 // streamIDs reads the whole stream and returns how many distinct message

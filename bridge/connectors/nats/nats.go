@@ -179,28 +179,9 @@ func decode(v *option.Values) (*config, error) {
 	if v.String("storage") == "memory" {
 		c.storage = jetstream.MemoryStorage
 	}
-	for _, s := range strings.Split(v.String("servers"), ",") {
-		s = strings.TrimSpace(s)
-		if s == "" {
-			continue
-		}
-		if !strings.Contains(s, "://") {
-			s = "nats://" + s
-		}
-		u, err := url.Parse(s)
-		if err != nil || u.Host == "" {
-			return nil, &option.Error{Field: "servers", Value: s, Msg: "expects host:port"}
-		}
-		if u.User != nil {
-			return nil, &option.Error{Field: "servers", Msg: "give credentials with username/password or token, not inside servers"}
-		}
-		if u.Port() == "" {
-			u.Host += ":4222"
-		}
-		c.servers = append(c.servers, u.String())
-	}
-	if len(c.servers) == 0 {
-		return nil, &option.Error{Field: "servers", Msg: "must name at least one host:port"}
+	var err error
+	if c.servers, err = parseServers(v.String("servers")); err != nil {
+		return nil, err
 	}
 	if c.subject == "" {
 		return nil, &option.Error{Field: "subject", Msg: "must not be empty"}
@@ -246,6 +227,35 @@ func decode(v *option.Values) (*config, error) {
 		c.opts = append(c.opts, natsgo.ClientCert(cert, key))
 	}
 	return c, nil
+}
+
+// parseServers turns the servers option into nats:// URLs with a port.
+func parseServers(list string) ([]string, error) {
+	var servers []string
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if !strings.Contains(s, "://") {
+			s = "nats://" + s
+		}
+		u, err := url.Parse(s)
+		if err != nil || u.Host == "" {
+			return nil, &option.Error{Field: "servers", Value: s, Msg: "expects host:port"}
+		}
+		if u.User != nil {
+			return nil, &option.Error{Field: "servers", Msg: "give credentials with username/password or token, not inside servers"}
+		}
+		if u.Port() == "" {
+			u.Host += ":4222"
+		}
+		servers = append(servers, u.String())
+	}
+	if len(servers) == 0 {
+		return nil, &option.Error{Field: "servers", Msg: "must name at least one host:port"}
+	}
+	return servers, nil
 }
 
 // where names the endpoint in logs and errors, without credentials.
