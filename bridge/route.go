@@ -18,12 +18,14 @@ const (
 
 // DefaultRetry is the retry policy of a route that sets none: 100ms,
 // doubling up to 5s between attempts, at most 10 retries of a batch, and
-// transient failures to connect or read retried for a minute.
+// failures to connect (or to reach a cluster while running, see RetryUser)
+// retried for a minute.
 var DefaultRetry = RetryPolicy{Initial: 100 * time.Millisecond, Max: 5 * time.Second, MaxRetries: 10, Budget: DefaultRetryBudget}
 
 // RetryPolicy says how a route retries a batch its target failed to write,
-// and a failure to connect an end or a transient failure to read (see
-// Backoff). The wait before retry n is Initial*2^(n-1), capped at Max.
+// and a failure to connect an end (see Backoff). The wait before retry n
+// is drawn at random between half and all of Initial*2^(n-1), capped at
+// Max.
 type RetryPolicy struct {
 	Initial time.Duration
 	Max     time.Duration
