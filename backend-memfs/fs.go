@@ -95,6 +95,7 @@ type node struct {
 	writing   bool       // its handle from CreateExcl is open
 	orphan    afero.File // read handle on the content once unlinked
 	claim     *claim     // the holder of the in-process lock, if any
+	placed    *placed    // written in place through a Claim: what is durable
 
 	// Directories.
 	children  map[string]*node
