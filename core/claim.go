@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// claim is a held PRODUCER or CONSUMER role.
-type claim struct {
+// roleClaim is a held PRODUCER or CONSUMER role.
+type roleClaim struct {
 	lock   Claim
 	holder Holder
 	slots  claimSlots
@@ -26,7 +26,7 @@ var hostname = func() string {
 
 // acquireClaim locks file at the spool root. On success it returns the claim
 // and the holder record the previous holder left (nil if none or unreadable).
-func acquireClaim(fsys FS, spool, file, role string) (*claim, *Holder, error) {
+func acquireClaim(fsys FS, spool, file, role string) (*roleClaim, *Holder, error) {
 	lk, err := fsys.Lock(file)
 	if err != nil {
 		if errors.Is(err, ErrLocked) {
@@ -40,18 +40,18 @@ func acquireClaim(fsys FS, spool, file, role string) (*claim, *Holder, error) {
 		return nil, nil, fmt.Errorf("spool %s: read %s claim: %w", spool, file, err)
 	}
 	prev, slots := parseClaimFile(b)
-	c := &claim{lock: lk, slots: slots, holder: Holder{Role: role, PID: os.Getpid(), Host: hostname, Since: time.Now().UTC().Truncate(time.Second)}}
+	c := &roleClaim{lock: lk, slots: slots, holder: Holder{Role: role, PID: os.Getpid(), Host: hostname, Since: time.Now().UTC().Truncate(time.Second)}}
 	return c, prev, nil
 }
 
 // record writes the holder, with the given next sequence for a producer.
 // The previous record stays readable until the new one is durable.
-func (c *claim) record(next *uint64) error {
+func (c *roleClaim) record(next *uint64) error {
 	c.holder.NextSeq = next
 	return writeClaimSlot(c.lock, &c.slots, c.holder)
 }
 
-func (c *claim) release() error { return c.lock.Release() }
+func (c *roleClaim) release() error { return c.lock.Release() }
 
 // readHolder reads the newest record in a claim file; nil when the file is
 // missing, empty or holds no record.
