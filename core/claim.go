@@ -25,7 +25,9 @@ var hostname = func() string {
 }()
 
 // acquireClaim locks file at the spool root. On success it returns the claim
-// and the holder record the previous holder left (nil if none or unreadable).
+// and the holder record the previous holder left (nil if none). It fails
+// when the claim file cannot be read: its record may hold the sequence
+// high-water mark.
 func acquireClaim(fsys FS, spool, file, role string) (*roleClaim, *Holder, error) {
 	lk, err := fsys.Lock(file)
 	if err != nil {
