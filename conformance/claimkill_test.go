@@ -100,7 +100,7 @@ func claimKillRound(t *testing.T, strace, sc string, n int) bool {
 	run(first)
 	reader := startHelper(t, "consumer", helperParams{dir: dir, query: layout + "&drain_on_read=false", gen: 2, batch: 4})
 	defer reader.kill()
-	if !waitFor(reader, 10*time.Second, func(ev []string) bool { return ev[0] == "got" && ev[2] == helperID(1, 2) }) {
+	if !waitFor(reader, 30*time.Second, func(ev []string) bool { return ev[0] == "got" && ev[2] == helperID(1, 2) }) {
 		t.Fatalf("%s: the live reader did not deliver the first producer's messages: %q", what, reader.tail())
 	}
 
@@ -139,7 +139,7 @@ func claimKillRound(t *testing.T, strace, sc string, n int) bool {
 				what, ev[2], s, used-1)
 		}
 	}
-	if !waitFor(reader, 10*time.Second, func(ev []string) bool { return ev[0] == "got" && ev[2] == helperID(5, 1) }) {
+	if !waitFor(reader, 30*time.Second, func(ev []string) bool { return ev[0] == "got" && ev[2] == helperID(5, 1) }) {
 		t.Fatalf("%s, then drained: the live drain_on_read=false reader did not deliver the next producer's messages (last output %q)", what, reader.tail())
 	}
 	return killed
