@@ -1,6 +1,6 @@
 //go:build linux
 
-package conformance_test
+package osfs_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	osfs "github.com/mqb-project/mqb/backend-os"
 	"github.com/mqb-project/mqb/conformance"
 	"github.com/mqb-project/mqb/core"
+	"github.com/stretchr/testify/require"
 )
 
 func init() {
@@ -111,14 +112,10 @@ func claimKillRound(t *testing.T, strace, sc string, n int) bool {
 	const layout = "naming_pattern={seq:04}&fsync=batch&poll_interval=20ms"
 	what := fmt.Sprintf("producer killed at %s #%d", sc, n)
 	fsys, err := osfs.New(dir, osfs.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer fsys.Close()
 	o, err := core.ParseURL("dir-spool://" + dir + "?" + layout)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	used := produce(t, fsys, o, 1, 3) // every number acknowledged or delivered so far, plus 1
 	reader := startLiveReader(t, fsys, o)
 	defer reader.stop()
@@ -162,19 +159,14 @@ func claimKillRound(t *testing.T, strace, sc string, n int) bool {
 func produce(t *testing.T, fsys core.FS, o core.Options, gen, count int) uint64 {
 	t.Helper()
 	p, err := core.OpenProducer(fsys, o)
-	if err != nil {
-		t.Fatalf("OpenProducer: %v", err)
-	}
+	require.NoError(t, err, "OpenProducer")
 	for i := range count {
 		id := helperID(gen, i)
-		if _, err := p.Write(context.Background(), []core.Message{{ID: id, Payload: conformance.MakePayload(id, 10)}}); err != nil {
-			t.Fatalf("Write: %v", err)
-		}
+		_, err := p.Write(context.Background(), []core.Message{{ID: id, Payload: conformance.MakePayload(id, 10)}})
+		require.NoError(t, err, "Write")
 	}
 	end := p.NextSeq()
-	if err := p.Close(); err != nil {
-		t.Fatalf("Producer.Close: %v", err)
-	}
+	require.NoError(t, p.Close(), "Producer.Close")
 	return end
 }
 
@@ -184,9 +176,7 @@ func drainSpool(t *testing.T, fsys core.FS, o core.Options) uint64 {
 	t.Helper()
 	o.ExitWhenEmpty = true
 	c, err := core.OpenConsumer(fsys, o)
-	if err != nil {
-		t.Fatalf("OpenConsumer: %v", err)
-	}
+	require.NoError(t, err, "OpenConsumer")
 	defer c.Close()
 	var end uint64
 	for {
@@ -197,9 +187,7 @@ func drainSpool(t *testing.T, fsys core.FS, o core.Options) uint64 {
 		if err == nil {
 			err = c.Ack(ds...)
 		}
-		if err != nil {
-			t.Fatalf("drain: %v", err)
-		}
+		require.NoError(t, err, "drain")
 		for _, d := range ds {
 			end = max(end, d.Seq+1)
 		}
@@ -221,9 +209,7 @@ func startLiveReader(t *testing.T, fsys core.FS, o core.Options) *liveReader {
 	t.Helper()
 	o.DrainOnRead = false
 	c, err := core.OpenConsumer(fsys, o)
-	if err != nil {
-		t.Fatalf("OpenConsumer(drain_on_read=false): %v", err)
-	}
+	require.NoError(t, err, "OpenConsumer(drain_on_read=false)")
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &liveReader{cancel: cancel, done: make(chan struct{}), got: map[string]bool{}}
 	go func() {
