@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -117,17 +118,25 @@ func spoolStat(fsys core.FS, o core.Options) (*statReport, error) {
 		}
 		ci := &claimInfo{Alive: held}
 		if h != nil {
-			since := h.Since
-			ci.PID, ci.Host, ci.Since, ci.NextSeq = h.PID, h.Host, &since, h.NextSeq
+			ci.PID, ci.Host, ci.NextSeq = h.PID, h.Host, h.NextSeq
+			if since := h.Since; !since.IsZero() { // another implementation may leave it out
+				ci.Since = &since
+			}
 		}
 		*c.dst = ci
 	}
 	done, err := core.ReadDone(fsys)
+	var pathErr *fs.PathError
 	switch {
 	case err == nil:
 		rep.Done = done
-	case !errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist):
+	case errors.As(err, &pathErr):
 		return nil, fmt.Errorf("spool %s: read DONE: %w", o.Path, err)
+	default:
+		// Empty (touch DONE) or not our JSON: a consumer ends on it all
+		// the same, and it says nothing more.
+		rep.Done = &core.DoneRecord{}
 	}
 	return rep, nil
 }
@@ -152,17 +161,21 @@ func printStat(cmd *cobra.Command, r *statReport) {
 			if c.Alive {
 				state = "alive"
 			}
-			fmt.Fprintf(w, "%s\tpid %d on host %s since %s: %s\n", name, c.PID, c.Host, c.Since.Format(time.RFC3339), state)
+			fmt.Fprintf(w, "%s\t%s: %s\n", name, holderText(c), state)
 		}
 	}
 	claim("producer", r.Producer)
 	claim("consumer", r.Consumer)
-	if d := r.Done; d != nil {
+	if d := r.Done; d != nil && *d == (core.DoneRecord{}) {
+		fmt.Fprintf(w, "done\tpresent, no details\n")
+	} else if d != nil {
 		line := fmt.Sprintf("%s: %d message(s)", d.Status, d.Count)
 		if d.LastSeq != nil {
 			line += fmt.Sprintf(", last seq %d", *d.LastSeq)
 		}
-		line += " at " + d.Time.Format(time.RFC3339)
+		if !d.Time.IsZero() {
+			line += " at " + d.Time.Format(time.RFC3339)
+		}
 		if d.Error != "" {
 			line += ": " + d.Error
 		}
@@ -191,4 +204,25 @@ func printSurvey(w io.Writer, r *statReport) {
 	if r.Layout != "" {
 		fmt.Fprintf(w, "layout\t%s\n", r.Layout)
 	}
+}
+
+// holderText describes a claim holder by what its record gives, and names
+// what it leaves out (a record from another implementation may).
+func holderText(c *claimInfo) string {
+	s := fmt.Sprintf("pid %d", c.PID)
+	var missing []string
+	if c.Host != "" {
+		s += " on host " + c.Host
+	} else {
+		missing = append(missing, "host")
+	}
+	if c.Since != nil {
+		s += " since " + c.Since.Format(time.RFC3339)
+	} else {
+		missing = append(missing, "since")
+	}
+	if len(missing) > 0 {
+		s += fmt.Sprintf(" (%s: no details)", strings.Join(missing, ", "))
+	}
+	return s
 }

@@ -10,6 +10,7 @@ func allChecks() []check {
 	out = append(out, layoutChecks()...)
 	out = append(out, faultChecks()...)
 	out = append(out, powerCutChecks()...)
+	out = append(out, claimChecks()...)
 	return out
 }
 

@@ -34,11 +34,11 @@ type Producer struct {
 
 // DoneRecord is the content of the DONE sentinel.
 type DoneRecord struct {
-	Status  string    `json:"status"` // success or failure
+	Status  string    `json:"status,omitempty"` // success or failure (always set by mqb)
 	Error   string    `json:"error,omitempty"`
 	Count   uint64    `json:"count"`              // messages written by the producer that wrote DONE
 	LastSeq *uint64   `json:"last_seq,omitempty"` // its last sequence number
-	Time    time.Time `json:"time"`
+	Time    time.Time `json:"time,omitzero"`      // always set by mqb
 }
 
 // OpenProducer takes the PRODUCER claim and recovers the spool: it removes
