@@ -93,7 +93,7 @@ func openDir(what, dir string, o osfs.Options) (zoneFS, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("%s %s: directory does not exist: %w", what, dir, err)
 	case errors.Is(err, syscall.ENOTDIR):
-		return nil, fmt.Errorf("%s %s: not a directory", what, dir)
+		return nil, fmt.Errorf("%s %s: not a directory (%w)", what, dir, syscall.ENOTDIR)
 	}
 	return nil, fmt.Errorf("%s %s: %w", what, dir, err)
 }
@@ -105,9 +105,10 @@ func lock(fsys core.FS, name, display string) (core.Claim, error) {
 	case err == nil:
 		return c, nil
 	case errors.Is(err, core.ErrLocked):
-		return nil, fmt.Errorf("%s is held by another process", display)
+		return nil, fmt.Errorf("%s is held by another process (%w)", display, core.ErrLocked)
 	case errors.Is(err, osfs.ErrSymlink):
-		return nil, fmt.Errorf("lock %s: it is a symbolic link, which mqb never follows: remove it", display)
+		// Wrapped, so that the route sees ELOOP and does not retry.
+		return nil, fmt.Errorf("lock %s: it is a symbolic link, which mqb never follows: remove it (%w)", display, osfs.ErrSymlink)
 	}
 	return nil, fmt.Errorf("lock %s: %w", display, err)
 }

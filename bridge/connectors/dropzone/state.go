@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	osfs "github.com/mqb-project/mqb/backend-os"
+	"github.com/mqb-project/mqb/bridge"
 	"github.com/mqb-project/mqb/core"
 )
 
@@ -107,7 +108,8 @@ func (st *stateFile) load() (sourceState, error) {
 	}
 	if b != nil {
 		if err := json.Unmarshal(b, &s); err != nil {
-			return s, fmt.Errorf("state file %s is not valid: %w", st.display, err)
+			// Retrying cannot fix it: the route stops at once.
+			return s, bridge.Permanent(fmt.Errorf("state file %s is not valid: %w", st.display, err))
 		}
 	}
 	return s, nil

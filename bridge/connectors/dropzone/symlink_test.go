@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -269,6 +270,7 @@ func TestSymlinksInTheZone(t *testing.T) {
 			} else {
 				require.Error(t, err)
 				assert.Contains(t, err.Error(), a.wantErr)
+				assert.ErrorIs(t, err, syscall.ELOOP, "a link is a permanent error: the route does not retry it")
 			}
 			if a.check != nil {
 				a.check(t, zone, out, logs.String())
