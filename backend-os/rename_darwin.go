@@ -16,3 +16,6 @@ func (f *FS) renameNoReplace(odir int, obase string, ndir int, nbase string) err
 	}
 	return linkRename(odir, obase, ndir, nbase, err)
 }
+
+// renamesDirs reports whether renameNoReplace can move a directory.
+func (f *FS) renamesDirs() bool { return true }

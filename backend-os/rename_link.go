@@ -8,3 +8,7 @@ package osfs
 func (f *FS) renameNoReplace(odir int, obase string, ndir int, nbase string) error {
 	return linkRename(odir, obase, ndir, nbase, nil)
 }
+
+// renamesDirs reports whether renameNoReplace can move a directory: link(2)
+// cannot.
+func (f *FS) renamesDirs() bool { return false }

@@ -109,3 +109,6 @@ func (f *FS) SyncAll() error {
 		return ignoringEINTR(func() error { return unix.Syncfs(rootfd) })
 	})
 }
+
+// renamesDirs reports whether renameNoReplace can move a directory.
+func (f *FS) renamesDirs() bool { return !f.noRenameat2 }
