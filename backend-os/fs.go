@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/mqb-project/mqb/core"
+	"github.com/mqb-project/mqb/core/option"
 	"golang.org/x/sys/unix"
 )
 
@@ -64,11 +65,11 @@ type FS struct {
 
 // New opens the directory root, an absolute path, as a spool filesystem.
 // Invalid options or a relative root give an error matching
-// core.ErrInvalidOption; a missing root gives one matching fs.ErrNotExist
+// option.ErrInvalid; a missing root gives one matching fs.ErrNotExist
 // unless opts.CreateRoot is set.
 func New(root string, opts Options) (*FS, error) {
 	if !filepath.IsAbs(root) {
-		return nil, &core.OptionError{Field: "root", Value: root, Msg: "must be an absolute path"}
+		return nil, &option.Error{Field: "root", Value: root, Msg: "must be an absolute path"}
 	}
 	root = filepath.Clean(root)
 	fileMode, err := permOption("FileMode", opts.FileMode, DefaultFileMode)

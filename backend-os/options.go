@@ -3,7 +3,7 @@ package osfs
 import (
 	"io/fs"
 
-	"github.com/mqb-project/mqb/core"
+	"github.com/mqb-project/mqb/core/option"
 )
 
 // Default permissions of what an FS creates, before the process umask.
@@ -57,7 +57,7 @@ func flushOption(v Flush) (Flush, error) {
 	case FlushFull, FlushBarrier:
 		return v, nil
 	}
-	return "", &core.OptionError{Field: "Flush", Value: string(v), Msg: "is not a flush mode",
+	return "", &option.Error{Field: "Flush", Value: string(v), Msg: "is not a flush mode",
 		Valid: []string{string(FlushFull), string(FlushBarrier)}}
 }
 
@@ -66,7 +66,7 @@ func permOption(field string, mode, def fs.FileMode) (uint32, error) {
 		mode = def
 	}
 	if mode&^fs.ModePerm != 0 {
-		return 0, &core.OptionError{Field: field, Value: mode.String(), Msg: "only permission bits (0777) are allowed"}
+		return 0, &option.Error{Field: field, Value: mode.String(), Msg: "only permission bits (0777) are allowed"}
 	}
 	return uint32(mode), nil
 }
