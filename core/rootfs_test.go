@@ -90,7 +90,7 @@ func (r *rootFS) Lock(name string) (Claim, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := flockNB(f); err != nil {
 		f.Close()
 		if err == syscall.EWOULDBLOCK {
 			return nil, &fs.PathError{Op: "lock", Path: name, Err: ErrLocked}
