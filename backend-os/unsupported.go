@@ -3,17 +3,8 @@
 package osfs
 
 import (
-	"errors"
-	"fmt"
-	"runtime"
-
 	"github.com/mqb-project/mqb/core"
 )
-
-// ErrUnsupportedOS is what New returns on a system this backend does not
-// support yet (Windows among them). It matches errors.ErrUnsupported.
-var ErrUnsupportedOS = fmt.Errorf("the os backend does not support %s yet; use backend=memfs for tests: %w",
-	runtime.GOOS, errors.ErrUnsupported)
 
 // FS is the spool filesystem of the systems this backend supports (Linux,
 // macOS, FreeBSD). Here New never returns one.
@@ -25,7 +16,7 @@ type FS struct {
 // filesystem yet. Its claims, renames and syncs have not been built or
 // tested here.
 func New(root string, opts Options) (*FS, error) {
-	return nil, fmt.Errorf("open %s: %w", root, ErrUnsupportedOS)
+	return nil, ErrUnsupportedOS
 }
 
 // Root is the root directory given to New.
