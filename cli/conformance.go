@@ -71,39 +71,7 @@ It exits 1 when any check failed.`,
 					return usage(fmt.Errorf("--skip: %w", err))
 				}
 			}
-			if fi, err := os.Stat(dir); err != nil {
-				return fmt.Errorf("conformance: %w", err)
-			} else if !fi.IsDir() {
-				return fmt.Errorf("conformance: %s is not a directory", dir)
-			}
-			work, err := os.MkdirTemp(dir, "mqb-conformance-")
-			if err != nil {
-				return fmt.Errorf("conformance: make a work directory in %s: %w", dir, err)
-			}
-			if !keep {
-				defer os.RemoveAll(work)
-			}
-			var n atomic.Int64
-			newFS := func() (core.FS, error) {
-				sub := filepath.Join(work, fmt.Sprintf("fs-%04d", n.Add(1)))
-				return osfs.New(sub, osfs.Options{CreateRoot: true})
-			}
-			results := conformance.CheckConfig(cmd.Context(), cfg, newFS)
-			if (cfg.Match == nil || cfg.Match.MatchString(conformance.ClaimAcrossProcesses)) &&
-				(cfg.Skip == nil || !cfg.Skip.MatchString(conformance.ClaimAcrossProcesses)) {
-				results = append(results, claimAcrossProcesses(cmd.Context(), filepath.Join(work, "processes")))
-			}
-			failed, err := printConformance(cmd.OutOrStdout(), dir, results, asJSON)
-			if err != nil {
-				return err
-			}
-			if cmd.Context().Err() != nil {
-				return fmt.Errorf("conformance: %w", cmd.Context().Err())
-			}
-			if failed > 0 {
-				return fmt.Errorf("conformance: %d check(s) failed on %s", failed, dir)
-			}
-			return nil
+			return runConformance(cmd, dir, cfg, keep, asJSON)
 		},
 	}
 	fl := cmd.Flags()
@@ -116,6 +84,44 @@ It exits 1 when any check failed.`,
 	fl.StringVar(&holdName, holdClaimFlag, "", "hold this claim until stdin closes (the second process of ClaimAcrossProcesses)")
 	_ = fl.MarkHidden(holdClaimFlag)
 	return cmd
+}
+
+// runConformance runs the checks selected by cfg in a fresh work directory
+// under dir, and prints them and the promise verdicts.
+func runConformance(cmd *cobra.Command, dir string, cfg conformance.Config, keep, asJSON bool) error {
+	if fi, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("conformance: %w", err)
+	} else if !fi.IsDir() {
+		return fmt.Errorf("conformance: %s is not a directory", dir)
+	}
+	work, err := os.MkdirTemp(dir, "mqb-conformance-")
+	if err != nil {
+		return fmt.Errorf("conformance: make a work directory in %s: %w", dir, err)
+	}
+	if !keep {
+		defer os.RemoveAll(work)
+	}
+	var n atomic.Int64
+	newFS := func() (core.FS, error) {
+		sub := filepath.Join(work, fmt.Sprintf("fs-%04d", n.Add(1)))
+		return osfs.New(sub, osfs.Options{CreateRoot: true})
+	}
+	results := conformance.CheckConfig(cmd.Context(), cfg, newFS)
+	if (cfg.Match == nil || cfg.Match.MatchString(conformance.ClaimAcrossProcesses)) &&
+		(cfg.Skip == nil || !cfg.Skip.MatchString(conformance.ClaimAcrossProcesses)) {
+		results = append(results, claimAcrossProcesses(cmd.Context(), filepath.Join(work, "processes")))
+	}
+	failed, err := printConformance(cmd.OutOrStdout(), dir, results, asJSON)
+	if err != nil {
+		return err
+	}
+	if cmd.Context().Err() != nil {
+		return fmt.Errorf("conformance: %w", cmd.Context().Err())
+	}
+	if failed > 0 {
+		return fmt.Errorf("conformance: %d check(s) failed on %s", failed, dir)
+	}
+	return nil
 }
 
 // printConformance writes one line (or JSON object) per result, then one
