@@ -104,10 +104,10 @@ func perm(t testing.TB, path string) fs.FileMode {
 }
 
 // addOptionalCalls adds to calls those of the optional interfaces this
-// build's FS has (the mqb_portable build has none): SyncAll, and WatchDir of
-// dir.
-func addOptionalCalls(calls map[string]func() error, fsys *osfs.FS, dir string) {
-	if s, ok := any(fsys).(core.FSSyncer); ok {
+// build's FS has (the mqb_portable build has none): WatchDir of dir, and
+// with syncAll SyncAll, which takes no name.
+func addOptionalCalls(calls map[string]func() error, fsys *osfs.FS, dir string, syncAll bool) {
+	if s, ok := any(fsys).(core.FSSyncer); ok && syncAll {
 		calls["SyncAll"] = s.SyncAll
 	}
 	if dw, ok := any(fsys).(core.DirWatcher); ok {
