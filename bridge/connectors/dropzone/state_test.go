@@ -1,3 +1,5 @@
+//go:build unix
+
 package dropzone_test
 
 import (
