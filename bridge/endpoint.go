@@ -111,11 +111,12 @@ func (e *Env) resolveURL(raw string) (*Resolved, error) {
 	} else {
 		display = RedactURL(u)
 	}
-	urlFields := c.URLFields
-	if urlFields == nil {
-		urlFields = QueryFields
+	var m map[string]any
+	if c.URLFields != nil {
+		m, err = c.URLFields(u)
+	} else {
+		m, err = option.FromURL(u, option.PathOwn, "")
 	}
-	m, err := urlFields(u)
 	if err != nil {
 		return nil, &ConfigError{Where: display, Err: err}
 	}
@@ -169,41 +170,6 @@ func (e *Env) namesWith(k Kind) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// PathFields is a URLFields for connectors whose URL names an absolute path
-// (scheme:///abs/path?option=value): the URL path becomes the path field and
-// every query parameter a field of the same name. A host part, a relative
-// path or a path query parameter is refused with a *option.Error.
-func PathFields(u *url.URL) (map[string]any, error) {
-	if u.Host != "" {
-		return nil, &option.Error{Field: "path", Value: u.Host + u.Path,
-			Msg: fmt.Sprintf("must be absolute: write three slashes, as in %s:///data/file", u.Scheme)}
-	}
-	if u.Opaque != "" || u.Path == "" || u.Path[0] != '/' {
-		return nil, &option.Error{Field: "path", Value: u.Opaque + u.Path,
-			Msg: fmt.Sprintf("must be an absolute path, as in %s:///data/file", u.Scheme)}
-	}
-	m, err := QueryFields(u)
-	if err != nil {
-		return nil, err
-	}
-	if _, ok := m["path"]; ok {
-		return nil, &option.Error{Field: "path", Msg: "comes from the URL path, not a query parameter"}
-	}
-	m["path"] = u.Path
-	return m, nil
-}
-
-// NoPathFields is a URLFields for connectors whose URL has no path
-// (stdin://?format=csv): every query parameter becomes a field, and a host
-// or path is refused.
-func NoPathFields(u *url.URL) (map[string]any, error) {
-	if u.Host != "" || (u.Path != "" && u.Path != "/") || u.Opaque != "" {
-		return nil, &option.Error{Field: "url", Value: u.Redacted(),
-			Msg: fmt.Sprintf("%s takes no host or path: write %s://?option=value", u.Scheme, u.Scheme)}
-	}
-	return QueryFields(u)
 }
 
 // unknownEndpoint is an error matching ErrUnknownEndpoint with its own text.

@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/mqb-project/mqb/core"
@@ -121,34 +122,19 @@ func (e *Env) Backend(name string) (BackendFactory, bool) {
 func (e *Env) Schemes() []string {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	out := make([]string, 0, len(e.schemes))
-	for s := range e.schemes {
-		out = append(out, s)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(e.schemes))
 }
 
 // Names returns every registered connector name, sorted.
 func (e *Env) Names() []string {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	out := make([]string, 0, len(e.connectors))
-	for n := range e.connectors {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(e.connectors))
 }
 
 // Backends returns every registered backend name, sorted.
 func (e *Env) Backends() []string {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	out := make([]string, 0, len(e.backends))
-	for n := range e.backends {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(e.backends))
 }

@@ -216,25 +216,10 @@ func OptionsFromURL(u *url.URL) (Options, error) {
 	if !known {
 		return Options{}, &option.Error{Field: "scheme", Value: u.Scheme, Msg: "not a directory spool URL", Valid: SpoolSchemes}
 	}
-	if u.Host != "" {
-		return Options{}, &option.Error{Field: "path", Value: u.Host + u.Path,
-			Msg: "must be absolute: write three slashes, as in dir-spool:///var/spool/orders"}
+	m, err := option.FromURL(u, option.PathAbsolute, "/var/spool/orders")
+	if err != nil {
+		return Options{}, err
 	}
-	if u.Opaque != "" || u.Path == "" || u.Path[0] != '/' {
-		return Options{}, &option.Error{Field: "path", Value: u.Opaque + u.Path, Msg: "must be an absolute path, as in dir-spool:///var/spool/orders"}
-	}
-	q := u.Query()
-	if _, ok := q["path"]; ok {
-		return Options{}, &option.Error{Field: "path", Msg: "comes from the URL path, not a query parameter"}
-	}
-	m := make(map[string]any, len(q)+1)
-	for k, vs := range q {
-		if len(vs) > 1 {
-			return Options{}, &option.Error{Field: k, Msg: "given more than once"}
-		}
-		m[k] = vs[0]
-	}
-	m["path"] = u.Path
 	v, err := SpoolSchema.DecodeMap(m)
 	if err != nil {
 		return Options{}, err

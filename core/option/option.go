@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/url"
 	"slices"
 	"sort"
 	"strconv"
@@ -105,18 +104,6 @@ func (s *Schema) Names() []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-// DecodeQuery decodes a URL query. A name given twice is an error.
-func (s *Schema) DecodeQuery(q url.Values) (*Values, error) {
-	m := make(map[string]any, len(q))
-	for k, vs := range q {
-		if len(vs) > 1 {
-			return nil, &Error{Field: k, Msg: "given more than once"}
-		}
-		m[k] = vs[0]
-	}
-	return s.DecodeMap(m)
 }
 
 // DecodeMap decodes a map as YAML produces it: strings, ints, floats with

@@ -17,7 +17,6 @@ package dirspool
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"net/url"
 	"path/filepath"
@@ -46,15 +45,7 @@ func Register(env *bridge.Env) {
 func init() { Register(bridge.DefaultEnv) }
 
 func urlFields(u *url.URL) (map[string]any, error) {
-	if u.Host != "" {
-		return nil, &option.Error{Field: "path", Value: u.Host + u.Path,
-			Msg: fmt.Sprintf("must be absolute: write three slashes, as in %s:///var/spool/orders", u.Scheme)}
-	}
-	if u.Opaque != "" || u.Path == "" || u.Path[0] != '/' {
-		return nil, &option.Error{Field: "path", Value: u.Opaque + u.Path,
-			Msg: fmt.Sprintf("must be an absolute path, as in %s:///var/spool/orders", u.Scheme)}
-	}
-	return bridge.PathFields(u)
+	return option.FromURL(u, option.PathAbsolute, "/var/spool/orders")
 }
 
 // Options decodes and checks the spool options of an endpoint: the core

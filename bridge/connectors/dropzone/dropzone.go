@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -85,7 +86,7 @@ func Register(env *bridge.Env) {
 		Name:      "dropzone",
 		Schemes:   []string{"dropzone"},
 		Schema:    Schema,
-		URLFields: bridge.PathFields,
+		URLFields: func(u *url.URL) (map[string]any, error) { return option.FromURL(u, option.PathAbsolute, "/data/file") },
 		NewSource: NewSource,
 		NewTarget: NewTarget,
 	})

@@ -86,7 +86,7 @@ func Register(env *bridge.Env) { env.Register(Connector) }
 func init() { Register(bridge.DefaultEnv) }
 
 func urlFields(u *url.URL) (map[string]any, error) {
-	m, err := bridge.QueryFields(u)
+	m, err := option.FromURL(u, option.PathOwn, "")
 	if err != nil {
 		return nil, err
 	}

@@ -78,22 +78,22 @@ func init() { Register(bridge.DefaultEnv) }
 
 // urlFields splits a postgres:// URL into mqb's options and the DSN.
 func urlFields(u *url.URL) (map[string]any, error) {
-	m := map[string]any{}
+	m, err := option.FromURL(u, option.PathOwn, "")
+	if err != nil {
+		return nil, err
+	}
 	keep := url.Values{}
-	for k, vs := range u.Query() {
-		if len(vs) > 1 {
-			return nil, &option.Error{Field: k, Msg: "given more than once"}
-		}
+	for k, v := range m {
 		switch {
 		case k == "dsn":
 			return nil, &option.Error{Field: k, Msg: "is the URL itself in URL form; give it only in YAML"}
 		case passthrough[k]:
-			keep.Set(k, vs[0])
+			keep.Set(k, v.(string))
+			delete(m, k)
 		default:
 			if _, ok := Schema.Field(k); !ok {
 				return nil, &option.Error{Field: k, Msg: "unknown postgres option", Valid: validURLNames()}
 			}
-			m[k] = vs[0]
 		}
 	}
 	d := *u
