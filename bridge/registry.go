@@ -11,12 +11,12 @@ import (
 	"github.com/mqb-project/mqb/core"
 )
 
-// BackendFactory opens the filesystem of a spool from its options (path,
-// file_mode, dir_mode...). create asks for the spool directory to be made
+// BackendFactory opens the filesystem of the spool at path with the
+// options of its endpoint (file_mode, dir_mode...). create asks for the spool directory to be made
 // when missing (a producer does; a consumer may wait for it). When the
 // returned FS implements io.Closer, the connector that opened it closes it
 // when it is done.
-type BackendFactory func(o core.Options, create bool) (core.FS, error)
+type BackendFactory func(path string, o BackendOptions, create bool) (core.FS, error)
 
 // Env is a registry of connectors and spool backends plus the shared
 // facilities a route's connectors use. Tests build their own with NewEnv;

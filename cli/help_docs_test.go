@@ -7,10 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mqb-project/mqb/bridge/connectors/dirspool"
+
 	"github.com/spf13/cobra"
 
 	"github.com/mqb-project/mqb/bridge"
-	"github.com/mqb-project/mqb/core"
 	"github.com/mqb-project/mqb/core/option/schemadoc"
 )
 
@@ -70,9 +71,9 @@ func TestHelpShowsEveryDefault(t *testing.T) {
 // dir-spool field with its type, default and allowed values.
 func TestSpoolFieldsListsTheSchema(t *testing.T) {
 	out := runHelp(t, "spool", "fields")
-	page := schemadoc.Page{Schema: core.SpoolSchema, Allowed: schemadoc.SpoolAllowed}
+	page := schemadoc.Page{Schema: dirspool.Schema, Allowed: dirspool.Allowed}
 	lines := strings.Split(out, "\n")
-	for _, f := range core.SpoolSchema.Fields {
+	for _, f := range dirspool.Schema.Fields {
 		found := false
 		for _, line := range lines {
 			cols := strings.Fields(line)
@@ -89,7 +90,7 @@ func TestSpoolFieldsListsTheSchema(t *testing.T) {
 		}
 	}
 	js := runHelp(t, "spool", "fields", "--json")
-	for _, f := range core.SpoolSchema.Fields {
+	for _, f := range dirspool.Schema.Fields {
 		if !strings.Contains(js, `"name": "`+f.Name+`"`) {
 			t.Errorf("mqb spool fields --json: %s is missing", f.Name)
 		}

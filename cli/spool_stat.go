@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mqb-project/mqb/bridge/connectors/dirspool"
 	"github.com/mqb-project/mqb/core"
 )
 
@@ -72,8 +73,8 @@ and whether that process is still alive, and the DONE sentinel's record.`,
 	return cmd
 }
 
-func spoolStat(fsys core.FS, o core.Options) (*statReport, error) {
-	st, err := core.Scan(fsys, o)
+func spoolStat(fsys core.FS, o dirspool.Config) (*statReport, error) {
+	st, err := core.Scan(fsys, o.Options)
 	if err != nil {
 		return nil, fmt.Errorf("spool %s: scan: %w", o.Path, err)
 	}

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"io/fs"
 	"net/url"
 	"slices"
 	"time"
@@ -68,8 +67,11 @@ func enum[T ~string](values []T) []string {
 	return out
 }
 
-// SpoolSchema is the option table of the directory spool. Every field has the
-// same name as a URL query parameter and under dir_spool: in YAML.
+// SpoolSchema is the option table of the directory spool protocol: the
+// fields core reads. Every field has the same name as a URL query parameter
+// and under dir_spool: in YAML. The dir_spool connector adds the fields that
+// choose and configure the filesystem (backend, file_mode, dir_mode; see
+// bridge.BackendFields), which core never reads.
 var SpoolSchema = &option.Schema{
 	Name: "dir_spool",
 	Fields: []option.Field{
@@ -101,12 +103,6 @@ var SpoolSchema = &option.Schema{
 			Doc: "What a consumer does with a sidecar it cannot parse: stop with an error naming the file, or deliver the payload with empty metadata."},
 		{Name: "poll_interval", Type: option.TypeDuration, Default: "250ms",
 			Doc: "How often a waiting consumer looks for new chunks. Backends with wake-ups (inotify) react at once and poll only as a safety net."},
-		{Name: "backend", Type: option.TypeString, Default: "os",
-			Doc: "Filesystem backend: os (the real filesystem), memfs (in-process memory), or a name registered by a library user."},
-		{Name: "file_mode", Type: option.TypeFileMode, Default: "0600",
-			Doc: "Permission bits of files the spool creates (os backend)."},
-		{Name: "dir_mode", Type: option.TypeFileMode, Default: "0700",
-			Doc: "Permission bits of directories the spool creates (os backend)."},
 	},
 }
 
@@ -128,9 +124,6 @@ type Options struct {
 	Claims        bool
 	BadSidecar    BadSidecar
 	PollInterval  time.Duration
-	Backend       string
-	FileMode      fs.FileMode
-	DirMode       fs.FileMode
 
 	// ExitWhenEmpty makes Consumer.Read return ErrEnd as soon as the backlog
 	// is empty and nothing is in flight (the route's --drain). It has no URL
@@ -169,9 +162,6 @@ func OptionsFromValues(v *option.Values) (Options, error) {
 		Claims:        v.Bool("claims"),
 		BadSidecar:    BadSidecar(v.String("bad_sidecar")),
 		PollInterval:  v.Duration("poll_interval"),
-		Backend:       v.String("backend"),
-		FileMode:      fs.FileMode(v.FileMode("file_mode")),
-		DirMode:       fs.FileMode(v.FileMode("dir_mode")),
 	}
 	return o, o.Validate()
 }

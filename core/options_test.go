@@ -20,7 +20,6 @@ func TestParseURLDefaults(t *testing.T) {
 		Path: "/var/spool/orders", NamingPattern: "{seq:09}", PayloadExt: ".bin", MetadataExt: ".json",
 		ShardDepth: 0, ShardWidth: 3, Fsync: FsyncChunk, Atomic: true, EmitDone: EmitNever,
 		DrainOnRead: true, Claims: true, BadSidecar: BadSidecarFail, PollInterval: 250 * time.Millisecond,
-		Backend: "os", FileMode: 0o600, DirMode: 0o700,
 	}
 	if !reflect.DeepEqual(o, want) {
 		t.Fatalf("got %+v\nwant %+v", o, want)
@@ -54,12 +53,12 @@ func TestParseURLSeedExamples(t *testing.T) {
 }
 
 func TestURLAndMapAgree(t *testing.T) {
-	fromURL, err := ParseURL("dir-spool:///p?shard_depth=2&fsync=batch&atomic=false&poll_interval=1s&file_mode=0640")
+	fromURL, err := ParseURL("dir-spool:///p?shard_depth=2&fsync=batch&atomic=false&poll_interval=1s")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// As a YAML decoder hands it over: ints, bools, and 0640 read as an octal int.
-	v, err := SpoolSchema.DecodeMap(map[string]any{"path": "/p", "shard_depth": 2, "fsync": "batch", "atomic": false, "poll_interval": "1s", "file_mode": 0o640})
+	v, err := SpoolSchema.DecodeMap(map[string]any{"path": "/p", "shard_depth": 2, "fsync": "batch", "atomic": false, "poll_interval": "1s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +77,7 @@ func TestBadOptions(t *testing.T) {
 		wantField string
 		wantText  string
 	}{
-		{"dir-spool:///p?shard_dept=2", "shard_dept", "valid: atomic, backend"},
+		{"dir-spool:///p?shard_dept=2", "shard_dept", "valid: atomic, bad_sidecar"},
 		{"dir-spool:///p?fsync=always", "fsync", "valid: none, batch, chunk"},
 		{"dir-spool:///p?shard_depth=two", "shard_depth", "whole number"},
 		{"dir-spool:///p?atomic=yes", "atomic", "true or false"},
@@ -89,7 +88,7 @@ func TestBadOptions(t *testing.T) {
 		{"dir-spool:///p?fsync=none&fsync=chunk", "fsync", "more than once"},
 		{"file:///p", "scheme", "dir-spool, spool, dirspool"},
 		{"dir-spool:///p?naming_pattern=x{seq:09}", "naming_pattern", "{seq:N}"},
-		{"dir-spool:///p?file_mode=0999", "file_mode", "octal"},
+		{"dir-spool:///p?poll_interval=-1s", "poll_interval", "duration"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {
