@@ -166,16 +166,41 @@ func OptionsFromValues(v *option.Values) (Options, error) {
 	return o, o.Validate()
 }
 
-// Validate checks the combination of options.
+// Validate checks o as the option table checks a URL or YAML: every field
+// goes through SpoolSchema, so a value a URL refuses is refused here with
+// the same *option.Error, then the combination is checked.
 func (o Options) Validate() error {
 	if o.Path == "" {
 		return &option.Error{Field: "path", Msg: "is required"}
+	}
+	if _, err := SpoolSchema.DecodeMap(o.fields()); err != nil {
+		return err
 	}
 	if o.PollInterval <= 0 {
 		return &option.Error{Field: "poll_interval", Value: o.PollInterval.String(), Msg: "must be positive"}
 	}
 	_, err := o.Layout()
 	return err
+}
+
+// fields returns o as the field map a URL or YAML would give.
+func (o Options) fields() map[string]any {
+	return map[string]any{
+		"path":               o.Path,
+		"naming_pattern":     o.NamingPattern,
+		"payload_extension":  o.PayloadExt,
+		"metadata_extension": o.MetadataExt,
+		"shard_depth":        o.ShardDepth,
+		"shard_width":        o.ShardWidth,
+		"fsync":              string(o.Fsync),
+		"atomic":             o.Atomic,
+		"emit_done":          string(o.EmitDone),
+		"stop_on_done":       o.StopOnDone,
+		"drain_on_read":      o.DrainOnRead,
+		"claims":             o.Claims,
+		"bad_sidecar":        string(o.BadSidecar),
+		"poll_interval":      o.PollInterval.String(),
+	}
 }
 
 // Layout returns the naming layout the options describe.

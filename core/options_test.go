@@ -153,3 +153,75 @@ func TestNewMessageID(t *testing.T) {
 		seen[id], prev = true, id[:12]
 	}
 }
+
+// TestStructOptionsRefusedLikeURL checks that Options built in Go are held
+// to the option table: OpenProducer and OpenConsumer refuse every value the
+// URL refuses, with the same error.
+func TestStructOptionsRefusedLikeURL(t *testing.T) {
+	tests := []struct {
+		query string
+		set   func(*Options)
+	}{
+		{"fsync=sometimes", func(o *Options) { o.Fsync = "sometimes" }},
+		{"fsync=", func(o *Options) { o.Fsync = "" }},
+		{"emit_done=later", func(o *Options) { o.EmitDone = "later" }},
+		{"bad_sidecar=skip", func(o *Options) { o.BadSidecar = "skip" }},
+		{"shard_depth=19", func(o *Options) { o.ShardDepth = 19 }},
+		{"shard_depth=-1", func(o *Options) { o.ShardDepth = -1 }},
+		{"shard_width=0", func(o *Options) { o.ShardWidth = 0 }},
+		{"shard_width=19", func(o *Options) { o.ShardWidth = 19 }},
+		{"poll_interval=-1s", func(o *Options) { o.PollInterval = -time.Second }},
+		{"poll_interval=0s", func(o *Options) { o.PollInterval = 0 }},
+		{"naming_pattern=x{seq:09}", func(o *Options) { o.NamingPattern = "x{seq:09}" }},
+		{"payload_extension=bin", func(o *Options) { o.PayloadExt = "bin" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			_, want := ParseURL("dir-spool:///p?" + tt.query)
+			if want == nil {
+				t.Fatalf("the URL accepts %s", tt.query)
+			}
+			o := DefaultOptions("/p")
+			tt.set(&o)
+			if err := o.Validate(); err == nil || err.Error() != want.Error() {
+				t.Errorf("Validate: %v, want %v", err, want)
+			}
+			if p, err := OpenProducer(newRootFS(t), o); err == nil || err.Error() != want.Error() {
+				if p != nil {
+					p.Close()
+				}
+				t.Errorf("OpenProducer: %v, want %v", err, want)
+			}
+			if c, err := OpenConsumer(newRootFS(t), o); err == nil || err.Error() != want.Error() {
+				if c != nil {
+					c.Close()
+				}
+				t.Errorf("OpenConsumer: %v, want %v", err, want)
+			}
+		})
+	}
+}
+
+// TestOptionsFieldsRoundTrip checks that Validate sees every field of the
+// table, each as Options holds it.
+func TestOptionsFieldsRoundTrip(t *testing.T) {
+	o, err := ParseURL("dir-spool:///p?naming_pattern={seq:06}x&payload_extension=.b&metadata_extension=&shard_depth=1&shard_width=2" +
+		"&fsync=none&atomic=false&emit_done=always&stop_on_done=true&drain_on_read=false&claims=false&bad_sidecar=deliver&poll_interval=3s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := o.fields()
+	for _, f := range SpoolSchema.Fields {
+		if _, ok := m[f.Name]; !ok {
+			t.Errorf("Options.fields misses %s: Validate would not check it", f.Name)
+		}
+	}
+	v, err := SpoolSchema.DecodeMap(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := OptionsFromValues(v)
+	if err != nil || !reflect.DeepEqual(back, o) {
+		t.Errorf("round trip: %+v, %v\nwant %+v", back, err, o)
+	}
+}
