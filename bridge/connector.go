@@ -95,13 +95,7 @@ type Connector struct {
 	// NewTarget builds a target from decoded options; nil if the connector
 	// cannot be a target.
 	NewTarget func(env *Env, v *option.Values) (Target, error)
-	// Redact returns the endpoint as it may be shown in logs and errors;
-	// nil means the URL with any password replaced by "xxxxx".
-	Redact func(u *url.URL) string
-}
-
-// RedactURL returns u as text with its password, if any, replaced by
-// "xxxxx". Use it for every URL that reaches a log line or an error.
-func RedactURL(u *url.URL) string {
-	return u.Redacted()
+	// TokenUser says that the user info of a URL without a password is a
+	// token (nats://TOKEN@host), so Redact hides it like a password.
+	TokenUser bool
 }

@@ -35,25 +35,12 @@ type Endpoint struct {
 // replaced, or the connector name with its path.
 func (ep Endpoint) String() string {
 	if ep.URL != "" {
-		return RedactString(ep.URL)
+		return Redact(ep.URL)
 	}
 	if p, ok := ep.Fields["path"].(string); ok {
 		return ep.Connector + ":" + p
 	}
 	return ep.Connector
-}
-
-// RedactString returns raw with the password of a URL replaced by "xxxxx";
-// text that is not a URL with a password comes back unchanged.
-func RedactString(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
-	}
-	if _, ok := u.User.Password(); !ok {
-		return raw
-	}
-	return RedactURL(u)
 }
 
 // Resolved is an endpoint matched to its connector, with its options decoded
@@ -93,7 +80,7 @@ func (e *Env) Resolve(ep Endpoint) (*Resolved, error) {
 }
 
 func (e *Env) resolveURL(raw string) (*Resolved, error) {
-	display := RedactString(raw)
+	display := Redact(raw)
 	u, err := url.Parse(raw)
 	if err != nil {
 		// url.Parse quotes the whole URL in its error: do not leak a password.
@@ -106,10 +93,10 @@ func (e *Env) resolveURL(raw string) (*Resolved, error) {
 	if !ok {
 		return nil, &ConfigError{Err: unknownEndpoint(fmt.Sprintf("unknown scheme %q in %s (valid: %s)", u.Scheme, display, strings.Join(e.Schemes(), ", ")))}
 	}
-	if c.Redact != nil {
-		display = c.Redact(u)
-	} else {
-		display = RedactURL(u)
+	if c.TokenUser && u.User != nil {
+		if _, ok := u.User.Password(); !ok {
+			display = Redact(raw, u.User.Username())
+		}
 	}
 	var m map[string]any
 	if c.URLFields != nil {

@@ -38,7 +38,7 @@ other naming, sharding or extension options than the defaults:
 // spoolOptions turns a SPOOL argument into spool options.
 func (a *app) spoolOptions(arg string) (dirspool.Config, error) {
 	if strings.Contains(arg, "://") {
-		a.rememberSecrets(arg)
+		a.rememberSecrets(bridge.Endpoint{URL: arg})
 		r, err := a.env.Resolve(bridge.Endpoint{URL: arg})
 		if err != nil {
 			return dirspool.Config{}, err

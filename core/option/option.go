@@ -69,6 +69,7 @@ type Field struct {
 	Enum     []string // allowed values for TypeEnum
 	Min, Max int64    // bounds for TypeInt (Max 0 = no upper bound)
 	Required bool
+	Secret   bool   // a credential: its value is never printed
 	Doc      string // one or two sentences for the reference
 }
 

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -195,12 +194,14 @@ func TestURLFields(t *testing.T) {
 		})
 	}
 
-	u, _ := url.Parse("nats://s3cret@h:4222?subject=s")
-	assert.Equal(t, "nats://xxxxx@h:4222?subject=s", redact(u))
-	u, _ = url.Parse("nats://u:pw@h:4222?subject=s&token=tk")
-	assert.Equal(t, "nats://u:xxxxx@h:4222?subject=s&token=xxxxx", redact(u))
+	r, err := env.Resolve(bridge.Endpoint{URL: "nats://s3cret@h:4222?subject=s"})
+	require.NoError(t, err)
+	assert.Equal(t, "nats://xxxxx@h:4222?subject=s", r.Display)
+	_, err = env.Resolve(bridge.Endpoint{URL: "nats://u:pw@h:4222?subject=s&token=tk&durabel=x"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "nats://u:xxxxx@h:4222?subject=s&token=xxxxx&durabel=x")
 
-	_, err := NewSource(resolve(t, "nats://h?subject=s"))
+	_, err = NewSource(resolve(t, "nats://h?subject=s"))
 	require.ErrorIs(t, err, option.ErrInvalid)
 	assert.Contains(t, err.Error(), "durable")
 	_, err = NewTarget(resolve(t, "nats://h?subject=s.*"))
