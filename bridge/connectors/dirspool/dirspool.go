@@ -132,6 +132,7 @@ type Source struct {
 var (
 	_ bridge.Source          = (*Source)(nil)
 	_ bridge.Drainer         = (*Source)(nil)
+	_ bridge.Placed          = (*Source)(nil)
 	_ bridge.Progresser      = (*Source)(nil)
 	_ bridge.BacklogReporter = (*Source)(nil)
 )
@@ -227,6 +228,9 @@ func (s *Source) Backlog() (int64, error) { return backlog(s.fsys, s.opts.Option
 // SpoolPath returns the spool directory.
 func (s *Source) SpoolPath() string { return s.opts.Path }
 
+// Place returns the spool directory and its backend (see bridge.Placed).
+func (s *Source) Place() (string, string) { return s.opts.place() }
+
 // Close releases the CONSUMER claim; unacknowledged chunks stay on disk.
 func (s *Source) Close(ctx context.Context) error {
 	if s.c == nil {
@@ -271,6 +275,7 @@ type Target struct {
 var (
 	_ bridge.Target          = (*Target)(nil)
 	_ bridge.BacklogReporter = (*Target)(nil)
+	_ bridge.Placed          = (*Target)(nil)
 )
 
 // Connect creates the spool directory when missing, takes the PRODUCER
@@ -335,3 +340,13 @@ func (t *Target) Backlog() (int64, error) { return backlog(t.fsys, t.opts.Option
 
 // SpoolPath returns the spool directory.
 func (t *Target) SpoolPath() string { return t.opts.Path }
+
+// Place returns the spool directory and its backend (see bridge.Placed).
+func (t *Target) Place() (string, string) { return t.opts.place() }
+
+func (c Config) place() (string, string) {
+	if c.Backend == "" {
+		return bridge.BackendOS, c.Path
+	}
+	return c.Backend, c.Path
+}

@@ -200,6 +200,9 @@ var (
 // acknowledged.
 func (s *Source) SetDrain(drain bool) { s.drain = drain }
 
+// Place returns the drop-zone directory (see bridge.Placed).
+func (s *Source) Place() (string, string) { return bridge.BackendOS, s.dir }
+
 // Connect takes the reader lock (a second reader of the same state file
 // fails at once) and loads the progress.
 func (s *Source) Connect(ctx context.Context) error {
@@ -556,6 +559,9 @@ type Target struct {
 	seq    int
 	failed error
 }
+
+// Place returns the drop-zone directory (see bridge.Placed).
+func (t *Target) Place() (string, string) { return bridge.BackendOS, t.dir }
 
 // outFile is a file being filled under a hidden name that records the
 // length of its acknowledged content: .NAME.LENGTH.partial.
