@@ -89,6 +89,8 @@ func TestBadOptions(t *testing.T) {
 		{"file:///p", "scheme", "dir-spool, spool, dirspool"},
 		{"dir-spool:///p?naming_pattern=x{seq:09}", "naming_pattern", "{seq:N}"},
 		{"dir-spool:///p?poll_interval=-1s", "poll_interval", "duration"},
+		{"dir-spool:///p?fsync=%zz", "url", "% escape"},
+		{"dir-spool:///p?fsync=none;atomic=false", "url", "%3B"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {

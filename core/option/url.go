@@ -71,7 +71,7 @@ func queryErrorText(err error) string {
 		return "a % escape is not followed by two hex digits (write %25 for a literal %)"
 	}
 	if strings.Contains(err.Error(), "semicolon") {
-		return "parameters are separated by ; (separate them with &)"
+		return "a ; must be written %3B (parameters are separated by &)"
 	}
 	return "it cannot be decoded"
 }

@@ -30,7 +30,8 @@ func TestFromURL(t *testing.T) {
 		{"stdout:///x", option.PathNone, nil, "url", "takes no host or path"},
 		{"mqtt://u:p@host:1883/ignored?topic=a", option.PathOwn, map[string]any{"topic": "a"}, "", ""},
 		{"mqtt://host?topic=%zz", option.PathOwn, nil, "url", "% escape"},
-		{"mqtt://host?topic=a;qos=1", option.PathOwn, nil, "url", "separated by ;"},
+		{"mqtt://host?topic=a;qos=1", option.PathOwn, nil, "url", "a ; must be written %3B"},
+		{"file:///x?delimiter=%3B", option.PathAbsolute, map[string]any{"path": "/x", "delimiter": ";"}, "", ""},
 	}
 	for _, tt := range tests {
 		u, err := url.Parse(tt.raw)
