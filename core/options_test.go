@@ -3,6 +3,7 @@ package core
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -188,16 +189,12 @@ func TestStructOptionsRefusedLikeURL(t *testing.T) {
 			if err := o.Validate(); err == nil || err.Error() != want.Error() {
 				t.Errorf("Validate: %v, want %v", err, want)
 			}
-			if p, err := OpenProducer(newRootFS(t), o); err == nil || err.Error() != want.Error() {
-				if p != nil {
-					p.Close()
-				}
+			// Options are checked before the filesystem is touched, so no
+			// FS is needed: an accepted option would reach the nil FS.
+			if err := refusedBeforeFS(func() error { _, err := OpenProducer(nil, o); return err }); err == nil || err.Error() != want.Error() {
 				t.Errorf("OpenProducer: %v, want %v", err, want)
 			}
-			if c, err := OpenConsumer(newRootFS(t), o); err == nil || err.Error() != want.Error() {
-				if c != nil {
-					c.Close()
-				}
+			if err := refusedBeforeFS(func() error { _, err := OpenConsumer(nil, o); return err }); err == nil || err.Error() != want.Error() {
 				t.Errorf("OpenConsumer: %v, want %v", err, want)
 			}
 		})
@@ -226,4 +223,15 @@ func TestOptionsFieldsRoundTrip(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(back, o) {
 		t.Errorf("round trip: %+v, %v\nwant %+v", back, err, o)
 	}
+}
+
+// refusedBeforeFS runs open, which is given a nil FS, and turns the panic
+// of an open that got past its option checks into an error.
+func refusedBeforeFS(open func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("accepted the options and used the filesystem: %v", r)
+		}
+	}()
+	return open()
 }
