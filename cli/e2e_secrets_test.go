@@ -148,6 +148,9 @@ func assertNoLeak(t *testing.T, r result, what string) {
 func TestSecretsNeverPrinted(t *testing.T) {
 	dir := t.TempDir()
 	in := writeFile(t, filepath.Join(dir, "in.jsonl"), "{\"a\":1}\n")
+	// No retries: a connect that fails ends the command at once.
+	noRetry := writeFile(t, filepath.Join(dir, "noretry.yaml"),
+		"input: {url: \"stdin://\"}\noutput: {url: \"stdout://\"}\nretry: {max_retries: 0, budget: 0s}\n")
 	debug := []string{"--log-level", "debug"}
 	jsonDebug := []string{"--log-format", "json", "--log-level", "debug"}
 	env := bridge.DefaultEnv
@@ -159,8 +162,8 @@ func TestSecretsNeverPrinted(t *testing.T) {
 				urls = urls[:4] // an alias: the main scheme runs every variant
 			}
 			for i, u := range urls {
-				assertNoLeak(t, run(t, "", append(debug, "copy", "--drain", "--from", u, "--to", "stdout://")...), "copy --from "+u)
-				assertNoLeak(t, run(t, "", append(jsonDebug, "copy", "--from", "file://"+in, "--to", u)...), "copy --to "+u)
+				assertNoLeak(t, run(t, "", append(debug, "copy", "--config", noRetry, "--drain", "--from", u, "--to", "stdout://")...), "copy --from "+u)
+				assertNoLeak(t, run(t, "", append(jsonDebug, "copy", "--config", noRetry, "--from", "file://"+in, "--to", u)...), "copy --to "+u)
 				route := writeFile(t, filepath.Join(t.TempDir(), fmt.Sprintf("r%d.yaml", i)),
 					fmt.Sprintf("input: {url: %q}\noutput: {url: %q}\n", "file://"+in, u))
 				assertNoLeak(t, run(t, "", "lint", route), "lint "+u)
@@ -171,9 +174,9 @@ func TestSecretsNeverPrinted(t *testing.T) {
 		t.Run(fmt.Sprintf("yaml%d", i), func(t *testing.T) {
 			t.Parallel()
 			input := writeFile(t, filepath.Join(t.TempDir(), "in.yaml"),
-				fmt.Sprintf("input: %s\noutput: {url: \"stdout://\"}\ndrain: true\nretry: {max_retries: 0}\n", ep))
+				fmt.Sprintf("input: %s\noutput: {url: \"stdout://\"}\ndrain: true\nretry: {max_retries: 0, budget: 0s}\n", ep))
 			output := writeFile(t, filepath.Join(t.TempDir(), "out.yaml"),
-				fmt.Sprintf("input: {url: %q}\noutput: %s\nretry: {max_retries: 0}\n", "file://"+in, ep))
+				fmt.Sprintf("input: {url: %q}\noutput: %s\nretry: {max_retries: 0, budget: 0s}\n", "file://"+in, ep))
 			assertNoLeak(t, run(t, "", "lint", input), "lint "+ep)
 			assertNoLeak(t, run(t, "", "lint", output), "lint "+ep)
 			assertNoLeak(t, run(t, "", append(jsonDebug, "run", input)...), "run "+ep)
