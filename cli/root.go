@@ -13,7 +13,6 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/mqb-project/mqb/bridge"
 	_ "github.com/mqb-project/mqb/bridge/all" // every built-in connector
@@ -119,16 +118,6 @@ func (a *app) setupLogging() error {
 	a.logger = slog.New(&redactHandler{inner: h, redact: a.secrets.redact})
 	a.env.Logger = a.logger
 	return nil
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
 }
 
 // exactArgs is cobra.ExactArgs with a usage error naming what is expected.
