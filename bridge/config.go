@@ -206,6 +206,9 @@ func (e *Env) NewRoute(c *Config) (*Route, error) {
 	if err != nil {
 		return nil, configErr(where("output", c.Output), err)
 	}
+	if err := checkPlaces(src, tgt); err != nil {
+		return nil, err
+	}
 	retry := DefaultRetry
 	if c.Retry.InitialInterval > 0 {
 		retry.Initial = time.Duration(c.Retry.InitialInterval)

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"io/fs"
 	"net/url"
 	"slices"
 	"time"
@@ -68,8 +67,11 @@ func enum[T ~string](values []T) []string {
 	return out
 }
 
-// SpoolSchema is the option table of the directory spool. Every field has the
-// same name as a URL query parameter and under dir_spool: in YAML.
+// SpoolSchema is the option table of the directory spool protocol: the
+// fields core reads. Every field has the same name as a URL query parameter
+// and under dir_spool: in YAML. The dir_spool connector adds the fields that
+// choose and configure the filesystem (backend, file_mode, dir_mode; see
+// bridge.BackendFields), which core never reads.
 var SpoolSchema = &option.Schema{
 	Name: "dir_spool",
 	Fields: []option.Field{
@@ -101,12 +103,6 @@ var SpoolSchema = &option.Schema{
 			Doc: "What a consumer does with a sidecar it cannot parse: stop with an error naming the file, or deliver the payload with whatever parses (a string message_id, string metadata values) and a warning once per file."},
 		{Name: "poll_interval", Type: option.TypeDuration, Default: "250ms",
 			Doc: "How often a waiting consumer looks for new chunks. Backends with wake-ups (inotify) react at once and poll only as a safety net."},
-		{Name: "backend", Type: option.TypeString, Default: "os",
-			Doc: "Filesystem backend: os (the real filesystem), memfs (in-process memory), or a name registered by a library user."},
-		{Name: "file_mode", Type: option.TypeFileMode, Default: "0600",
-			Doc: "Permission bits of files the spool creates (os backend)."},
-		{Name: "dir_mode", Type: option.TypeFileMode, Default: "0700",
-			Doc: "Permission bits of directories the spool creates (os backend)."},
 	},
 }
 
@@ -128,9 +124,6 @@ type Options struct {
 	Claims        bool
 	BadSidecar    BadSidecar
 	PollInterval  time.Duration
-	Backend       string
-	FileMode      fs.FileMode
-	DirMode       fs.FileMode
 
 	// ExitWhenEmpty makes Consumer.Read return ErrEnd as soon as the backlog
 	// is empty and nothing is in flight (the route's --drain). It has no URL
@@ -169,23 +162,45 @@ func OptionsFromValues(v *option.Values) (Options, error) {
 		Claims:        v.Bool("claims"),
 		BadSidecar:    BadSidecar(v.String("bad_sidecar")),
 		PollInterval:  v.Duration("poll_interval"),
-		Backend:       v.String("backend"),
-		FileMode:      fs.FileMode(v.FileMode("file_mode")),
-		DirMode:       fs.FileMode(v.FileMode("dir_mode")),
 	}
 	return o, o.Validate()
 }
 
-// Validate checks the combination of options.
+// Validate checks o as the option table checks a URL or YAML: every field
+// goes through SpoolSchema, so a value a URL refuses is refused here with
+// the same *option.Error, then the combination is checked.
 func (o Options) Validate() error {
 	if o.Path == "" {
 		return &option.Error{Field: "path", Msg: "is required"}
+	}
+	if _, err := SpoolSchema.DecodeMap(o.fields()); err != nil {
+		return err
 	}
 	if o.PollInterval <= 0 {
 		return &option.Error{Field: "poll_interval", Value: o.PollInterval.String(), Msg: "must be positive"}
 	}
 	_, err := o.Layout()
 	return err
+}
+
+// fields returns o as the field map a URL or YAML would give.
+func (o Options) fields() map[string]any {
+	return map[string]any{
+		"path":               o.Path,
+		"naming_pattern":     o.NamingPattern,
+		"payload_extension":  o.PayloadExt,
+		"metadata_extension": o.MetadataExt,
+		"shard_depth":        o.ShardDepth,
+		"shard_width":        o.ShardWidth,
+		"fsync":              string(o.Fsync),
+		"atomic":             o.Atomic,
+		"emit_done":          string(o.EmitDone),
+		"stop_on_done":       o.StopOnDone,
+		"drain_on_read":      o.DrainOnRead,
+		"claims":             o.Claims,
+		"bad_sidecar":        string(o.BadSidecar),
+		"poll_interval":      o.PollInterval.String(),
+	}
 }
 
 // Layout returns the naming layout the options describe.
@@ -216,25 +231,10 @@ func OptionsFromURL(u *url.URL) (Options, error) {
 	if !known {
 		return Options{}, &option.Error{Field: "scheme", Value: u.Scheme, Msg: "not a directory spool URL", Valid: SpoolSchemes}
 	}
-	if u.Host != "" {
-		return Options{}, &option.Error{Field: "path", Value: u.Host + u.Path,
-			Msg: "must be absolute: write three slashes, as in dir-spool:///var/spool/orders"}
+	m, err := option.FromURL(u, option.PathAbsolute, "/var/spool/orders")
+	if err != nil {
+		return Options{}, err
 	}
-	if u.Opaque != "" || u.Path == "" || u.Path[0] != '/' {
-		return Options{}, &option.Error{Field: "path", Value: u.Opaque + u.Path, Msg: "must be an absolute path, as in dir-spool:///var/spool/orders"}
-	}
-	q := u.Query()
-	if _, ok := q["path"]; ok {
-		return Options{}, &option.Error{Field: "path", Msg: "comes from the URL path, not a query parameter"}
-	}
-	m := make(map[string]any, len(q)+1)
-	for k, vs := range q {
-		if len(vs) > 1 {
-			return Options{}, &option.Error{Field: k, Msg: "given more than once"}
-		}
-		m[k] = vs[0]
-	}
-	m["path"] = u.Path
 	v, err := SpoolSchema.DecodeMap(m)
 	if err != nil {
 		return Options{}, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"strings"
 	"syscall"
 
@@ -50,7 +51,7 @@ func Register(env *bridge.Env) {
 		Name:      "dropzone",
 		Schemes:   []string{"dropzone"},
 		Schema:    Schema,
-		URLFields: bridge.PathFields,
+		URLFields: func(u *url.URL) (map[string]any, error) { return option.FromURL(u, option.PathAbsolute, "/data/file") },
 		NewSource: NewSource,
 		NewTarget: NewTarget,
 	})

@@ -98,11 +98,15 @@ type ref struct {
 var (
 	_ bridge.Source  = (*Source)(nil)
 	_ bridge.Drainer = (*Source)(nil)
+	_ bridge.Placed  = (*Source)(nil)
 )
 
 // SetDrain makes the source end once every file has been read and
 // acknowledged.
 func (s *Source) SetDrain(drain bool) { s.drain = drain }
+
+// Place returns the drop-zone directory (see bridge.Placed).
+func (s *Source) Place() (string, string) { return bridge.BackendOS, s.dir }
 
 // Connect opens the zone, takes the reader lock (a second reader of the
 // same state file fails at once) and loads the progress.

@@ -100,7 +100,13 @@ func partialName(final string, n int64) string {
 	return "." + final + "." + strconv.FormatInt(n, 10) + partialSuffix
 }
 
-var _ bridge.Target = (*Target)(nil)
+var (
+	_ bridge.Target = (*Target)(nil)
+	_ bridge.Placed = (*Target)(nil)
+)
+
+// Place returns the drop-zone directory (see bridge.Placed).
+func (t *Target) Place() (string, string) { return bridge.BackendOS, t.dir }
 
 // Connect creates the directory when missing, takes the writer lock and
 // publishes what a previous writer left acknowledged in hidden files.
