@@ -144,6 +144,37 @@ func isTerminal(w io.Writer) bool {
 	return err == nil
 }
 
+// terminalWidth is the number of columns of the terminal w, 0 if unknown.
+func terminalWidth(w io.Writer) int {
+	f, ok := w.(*os.File)
+	if !ok {
+		return 0
+	}
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil {
+		return 0
+	}
+	return int(ws.Col)
+}
+
+// isTerminalPath reports whether path names the terminal tty is (/dev/tty,
+// /dev/stderr, /dev/pts/N...), without opening it.
+func isTerminalPath(path string, tty io.Writer) bool {
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	if path == "/dev/tty" {
+		return true
+	}
+	f, ok := tty.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && os.SameFile(fi, st)
+}
+
 // exactArgs is cobra.ExactArgs with a usage error naming what is expected.
 func exactArgs(n int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {

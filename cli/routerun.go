@@ -21,11 +21,12 @@ type runFlags struct {
 
 func (f *runFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9090")
-	cmd.Flags().BoolVar(&f.noProgress, "no-progress", false, "do not draw the progress display (drawn only when standard error is a terminal)")
+	cmd.Flags().BoolVar(&f.noProgress, "no-progress", false, "do not draw the progress display (drawn only when standard error is a terminal and the route does not write to it)")
 }
 
-// runRoute runs route with logging, metrics and the progress display.
-func (a *app) runRoute(ctx context.Context, route *bridge.Route, f *runFlags) error {
+// runRoute runs route, built from cfg, with logging, metrics and the
+// progress display. label names the command in the display.
+func (a *app) runRoute(ctx context.Context, label string, cfg *bridge.Config, route *bridge.Route, f *runFlags) (err error) {
 	route.Logger = a.logger
 	var observers multiObserver
 	if f.metricsAddr != "" {
@@ -42,15 +43,48 @@ func (a *app) runRoute(ctx context.Context, route *bridge.Route, f *runFlags) er
 		a.logger.Info("serving metrics", "url", "http://"+addr+"/metrics")
 		observers = append(observers, m)
 	}
-	if !f.noProgress && isTerminal(a.stderr) {
-		p := newProgress(a.stderr, route, a.logs)
+	if a.drawProgress(f, cfg) {
+		p := newProgress(label, a.stderr, func() int { return terminalWidth(a.stderr) }, route, a.logs)
 		observers = append(observers, p)
-		defer p.stop()
+		defer func() { p.stop(outcome(err)) }()
 	}
 	if len(observers) > 0 {
 		route.Observer = observers
 	}
 	return route.Run(ctx)
+}
+
+// drawProgress reports whether the progress display is wanted: standard
+// error is a terminal, and the route does not write to a terminal, whose
+// data lines the display would overwrite (stdout:// or a file target on
+// a terminal device).
+func (a *app) drawProgress(f *runFlags, cfg *bridge.Config) bool {
+	if f.noProgress || !isTerminal(a.stderr) {
+		return false
+	}
+	r, err := a.env.Resolve(cfg.Output)
+	if err != nil {
+		return false
+	}
+	switch {
+	case r.Connector.Name == "stdout":
+		return !isTerminal(a.stdout)
+	case r.Values.IsSet("path"):
+		return !isTerminalPath(r.Values.String("path"), a.stderr)
+	}
+	return true
+}
+
+// outcome is how a route that returned err ended, for the last line of
+// the progress display.
+func outcome(err error) string {
+	switch {
+	case err == nil:
+		return "done"
+	case errors.Is(err, bridge.ErrInterrupted):
+		return "interrupted"
+	}
+	return "failed"
 }
 
 func serveMetrics(addr string, m *metrics) (*http.Server, string, error) {

@@ -34,7 +34,7 @@ dropzone, stdin, stdout, ...) whose fields are the options of its URL query.`,
 			if err != nil {
 				return &bridge.ConfigError{Where: args[0], Err: err}
 			}
-			return a.runRoute(cmd.Context(), route, &rf)
+			return a.runRoute(cmd.Context(), "run", c, route, &rf)
 		},
 	}
 	rf.register(cmd)
