@@ -636,13 +636,45 @@ func TestVersionAndCompletion(t *testing.T) {
 	assert.Contains(t, r.stderr, `unknown shell "tcsh" (valid: bash, zsh, fish, powershell)`)
 }
 
+// With --log-format json every line on standard error is a JSON object,
+// the error the command ends with included, and durations read as Go
+// writes them.
 func TestLogFormatJSON(t *testing.T) {
-	r := ok(t, "x\n", "--log-format", "json", "copy", "--from", "stdin://", "--to", "stdout://")
-	assert.Equal(t, "x\n", r.stdout, "data on stdout only")
-	for _, l := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
-		var m map[string]any
-		require.NoError(t, json.Unmarshal([]byte(l), &m), l)
-		assert.Contains(t, m, "msg")
+	stderrLines := func(t *testing.T, stderr string) []map[string]any {
+		var out []map[string]any
+		for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
+			var m map[string]any
+			require.NoError(t, json.Unmarshal([]byte(l), &m), "not JSON: %s", l)
+			assert.Contains(t, m, "msg")
+			out = append(out, m)
+		}
+		return out
+	}
+	t.Run("route", func(t *testing.T) {
+		r := ok(t, "x\n", "--log-format", "json", "copy", "--batch-period", "200ms", "--from", "stdin://", "--to", "stdout://")
+		assert.Equal(t, "x\n", r.stdout, "data on stdout only")
+		lines := stderrLines(t, r.stderr)
+		require.NotEmpty(t, lines)
+		assert.Equal(t, "200ms", lines[0]["batch_period"], "a duration as Go writes it")
+		assert.Regexp(t, `^[0-9.]+(ms|s|µs)$`, lines[len(lines)-1]["elapsed"])
+	})
+	for _, tc := range []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"route error", []string{"--log-format", "json", "copy", "--from", "nope://x", "--to", "stdout://"}, `unknown scheme "nope"`},
+		{"flag error", []string{"--log-format", "json", "copy", "--frm", "stdin://"}, "unknown flag: --frm"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, "", tc.args...)
+			assert.Equal(t, 2, r.code)
+			lines := stderrLines(t, r.stderr)
+			last := lines[len(lines)-1]
+			assert.Equal(t, "ERROR", last["level"])
+			assert.Contains(t, last["msg"], tc.msg)
+			assert.EqualValues(t, 2, last["exit_code"])
+		})
 	}
 }
 

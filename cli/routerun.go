@@ -55,11 +55,11 @@ func (a *app) runRoute(ctx context.Context, label string, cfg *bridge.Config, ro
 }
 
 // drawProgress reports whether the progress display is wanted: standard
-// error is a terminal, and the route does not write to a terminal, whose
+// error is a terminal that logs are written to as text, and the route does not write to a terminal, whose
 // data lines the display would overwrite (stdout:// or a file target on
 // a terminal device).
 func (a *app) drawProgress(f *runFlags, cfg *bridge.Config) bool {
-	if f.noProgress || !isTerminal(a.stderr) {
+	if f.noProgress || a.logFormat == "json" || !isTerminal(a.stderr) {
 		return false
 	}
 	r, err := a.env.Resolve(cfg.Output)
