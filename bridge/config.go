@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/mqb-project/mqb/core/option"
 )
 
 // Config is a route as users write it in YAML:
@@ -121,12 +123,19 @@ func (ep *Endpoint) UnmarshalYAML(n *yaml.Node) error {
 // their options are checked by Env.NewRoute, not here. Errors are
 // *ConfigError values with the YAML line.
 func ParseConfig(r io.Reader) (*Config, error) {
-	dec := yaml.NewDecoder(r)
+	src, err := io.ReadAll(r)
+	if err != nil {
+		return nil, &ConfigError{Err: fmt.Errorf("read the configuration: %w", err)}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(src))
 	dec.KnownFields(true)
 	var c Config
 	if err := dec.Decode(&c); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, &ConfigError{Err: errors.New("the configuration is empty: it needs input: and output:")}
+		}
+		if hint := yamlSyntaxHint(src, err); hint != nil {
+			return nil, &ConfigError{Err: hint}
 		}
 		return nil, &ConfigError{Err: yamlError(err)}
 	}
@@ -169,7 +178,12 @@ func yamlError(err error) error {
 		for i, m := range te.Errors {
 			msgs[i] = unknownField.ReplaceAllStringFunc(m, func(s string) string {
 				g := unknownField.FindStringSubmatch(s)
-				return fmt.Sprintf("unknown key %q (valid: %s)", g[1], strings.Join(yamlKeys(configTypes[g[2]]), ", "))
+				keys := yamlKeys(configTypes[g[2]])
+				msg := fmt.Sprintf("unknown key %q (valid: %s)", g[1], strings.Join(keys, ", "))
+				if c := option.Closest(g[1], keys); c != "" {
+					msg += fmt.Sprintf("; did you mean %q?", c)
+				}
+				return msg
 			})
 		}
 		return errors.New(strings.Join(msgs, "; "))

@@ -64,7 +64,7 @@ func (a *app) run(ctx context.Context, args []string) int {
 	root.SetErr(a.stderr)
 	err := root.ExecuteContext(ctx)
 	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {
-		err = usage(err)
+		err = usage(commandSuggestion(root, err))
 	}
 	code := exitCode(err, int(a.signal.Load()))
 	if err != nil {
@@ -117,7 +117,7 @@ URL schemes: ` + strings.Join(a.env.Schemes(), ", ") + `.`,
 		},
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err) })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usage(flagSuggestion(cmd, err)) })
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	pf.StringVar(&a.logFormat, "log-format", "text", "log format on standard error: text or json (then every line is a JSON object, the final error included)")
