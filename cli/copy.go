@@ -42,7 +42,7 @@ and the flags given override it.`,
 			if err != nil {
 				return err
 			}
-			return a.runRoute(cmd.Context(), "copy", cfg, route, &f.run)
+			return a.runRoute(cmd.Context(), "copy", "copy", cfg, route, &f.run)
 		},
 	}
 	fl := cmd.Flags()

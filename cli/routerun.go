@@ -20,17 +20,18 @@ type runFlags struct {
 }
 
 func (f *runFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9090")
+	cmd.Flags().StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics, liveness at /ping and readiness at /ready, e.g. 127.0.0.1:9090")
 	cmd.Flags().BoolVar(&f.noProgress, "no-progress", false, "do not draw the progress display (drawn only when standard error is a terminal and the route does not write to it)")
 }
 
 // runRoute runs route, built from cfg, with logging, metrics and the
-// progress display. label names the command in the display.
-func (a *app) runRoute(ctx context.Context, label string, cfg *bridge.Config, route *bridge.Route, f *runFlags) (err error) {
+// progress display. label names the command in the display, name the route
+// in metrics.
+func (a *app) runRoute(ctx context.Context, label, name string, cfg *bridge.Config, route *bridge.Route, f *runFlags) (err error) {
 	route.Logger = a.logger
 	var observers multiObserver
 	if f.metricsAddr != "" {
-		m := newMetrics(route)
+		m := newMetrics(route, a.routeLabels(name, cfg))
 		srv, addr, err := serveMetrics(f.metricsAddr, m)
 		if err != nil {
 			return usage(fmt.Errorf("--metrics-addr %s: %w", f.metricsAddr, err))
@@ -40,8 +41,9 @@ func (a *app) runRoute(ctx context.Context, label string, cfg *bridge.Config, ro
 			defer cancel()
 			_ = srv.Shutdown(sctx)
 		}()
-		a.logger.Info("serving metrics", "url", "http://"+addr+"/metrics")
+		a.logger.Info("serving metrics", "url", "http://"+addr+"/metrics", "ready", "http://"+addr+"/ready")
 		observers = append(observers, m)
+		defer m.setReady(false)
 	}
 	if a.drawProgress(f, cfg) {
 		p := newProgress(label, a.stderr, func() int { return terminalWidth(a.stderr) }, route, a.logs)
@@ -87,14 +89,25 @@ func outcome(err error) string {
 	return "failed"
 }
 
+// routeLabels are the metric labels of the route named name, built from
+// cfg: the connectors are their YAML names (dir_spool, file...).
+func (a *app) routeLabels(name string, cfg *bridge.Config) routeLabels {
+	l := routeLabels{route: name}
+	if r, err := a.env.Resolve(cfg.Input); err == nil {
+		l.input = r.Connector.Name
+	}
+	if r, err := a.env.Resolve(cfg.Output); err == nil {
+		l.output = r.Connector.Name
+	}
+	return l
+}
+
 func serveMetrics(addr string, m *metrics) (*http.Server, string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, "", err
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", m.handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: m.handler(), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			m.serveErr(err)
@@ -105,6 +118,14 @@ func serveMetrics(addr string, m *metrics) (*http.Server, string, error) {
 
 // multiObserver fans route events out to several observers.
 type multiObserver []bridge.Observer
+
+func (m multiObserver) Started() {
+	for _, o := range m {
+		if s, ok := o.(bridge.StartObserver); ok {
+			s.Started()
+		}
+	}
+}
 
 func (m multiObserver) Received(n, b int) {
 	for _, o := range m {

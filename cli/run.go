@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"path/filepath"
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"github.com/mqb-project/mqb/bridge"
@@ -34,9 +37,16 @@ dropzone, stdin, stdout, ...) whose fields are the options of its URL query.`,
 			if err != nil {
 				return &bridge.ConfigError{Where: args[0], Err: err}
 			}
-			return a.runRoute(cmd.Context(), "run", c, route, &rf)
+			return a.runRoute(cmd.Context(), "run", routeName(args[0]), c, route, &rf)
 		},
 	}
 	rf.register(cmd)
 	return cmd
+}
+
+// routeName names the route of a route file in metrics: the file name
+// without its extension (orders for /etc/mqb/orders.yaml).
+func routeName(path string) string {
+	base := filepath.Base(path)
+	return strings.TrimSuffix(base, filepath.Ext(base))
 }

@@ -100,6 +100,7 @@ var (
 	_ bridge.Drainer         = (*Source)(nil)
 	_ bridge.Progresser      = (*Source)(nil)
 	_ bridge.BacklogReporter = (*Source)(nil)
+	_ bridge.SpoolStatter    = (*Source)(nil)
 )
 
 // SetDrain makes the consumer end once the spool is empty (ExitWhenEmpty).
@@ -193,6 +194,9 @@ func (s *Source) Backlog() (int64, error) { return backlog(s.fsys, s.opts) }
 // SpoolPath returns the spool directory.
 func (s *Source) SpoolPath() string { return s.opts.Path }
 
+// SpoolStats scans the spool.
+func (s *Source) SpoolStats() (*core.Stats, error) { return scan(s.fsys, s.opts) }
+
 // Close releases the CONSUMER claim; unacknowledged chunks stay on disk.
 func (s *Source) Close(ctx context.Context) error {
 	if s.c == nil {
@@ -200,6 +204,13 @@ func (s *Source) Close(ctx context.Context) error {
 	}
 	err := s.c.Close()
 	return errors.Join(err, s.release())
+}
+
+func scan(fsys core.FS, o core.Options) (*core.Stats, error) {
+	if fsys == nil {
+		return nil, errors.New("spool is not open")
+	}
+	return core.Scan(fsys, o)
 }
 
 func backlog(fsys core.FS, o core.Options) (int64, error) {
@@ -237,6 +248,7 @@ type Target struct {
 var (
 	_ bridge.Target          = (*Target)(nil)
 	_ bridge.BacklogReporter = (*Target)(nil)
+	_ bridge.SpoolStatter    = (*Target)(nil)
 )
 
 // Connect creates the spool directory when missing, takes the PRODUCER
@@ -301,3 +313,6 @@ func (t *Target) Backlog() (int64, error) { return backlog(t.fsys, t.opts) }
 
 // SpoolPath returns the spool directory.
 func (t *Target) SpoolPath() string { return t.opts.Path }
+
+// SpoolStats scans the spool.
+func (t *Target) SpoolStats() (*core.Stats, error) { return scan(t.fsys, t.opts) }
