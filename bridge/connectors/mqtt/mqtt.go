@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mqb-project/mqb/core/option"
@@ -56,7 +57,7 @@ var Schema = &option.Schema{
 		{Name: "idle_timeout", Type: option.TypeDuration, Default: "0s",
 			Doc: "Source: end the route after this long without a message. With --drain it defaults to 2s, since a broker has no end of input; without --drain the source waits forever unless this is set."},
 		{Name: "connect_timeout", Type: option.TypeDuration, Default: "30s",
-			Doc: "How long the first connection may take, retries included, before the route fails."},
+			Doc: "How long the first connection may take, retries included, before the route fails. A refused connection (nothing listens at the port, an unknown host, bad credentials) fails at once."},
 		{Name: "write_timeout", Type: option.TypeDuration, Default: "30s",
 			Doc: "Target: how long a batch waits for the broker's acknowledgements before the write fails and is retried."},
 		{Name: "keep_alive", Type: option.TypeDuration, Default: "30s", Doc: "MQTT keep-alive interval."},
@@ -261,6 +262,15 @@ func errRefused(err error) bool {
 	return false
 }
 
+// unreachable reports whether a dial failed in a way that retrying within
+// connect_timeout will not fix: nothing listens at the port
+// (ECONNREFUSED) or the host name does not exist. A broker that is slow
+// to answer is still waited for.
+func unreachable(err error) bool {
+	var dns *net.DNSError
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &dns) && dns.IsNotFound
+}
+
 // conn is a Paho client with the connection handling both sides share:
 // automatic reconnection, a bounded first connection that reports why it
 // failed, and logs of connection changes.
@@ -325,7 +335,7 @@ func (c *conn) options(clientID string, clean bool) *paho.ClientOptions {
 		c.mu.Lock()
 		c.lastErr = err
 		c.mu.Unlock()
-		if errRefused(err) {
+		if errRefused(err) || unreachable(err) {
 			select {
 			case c.fatal <- err:
 			default:
