@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"reflect"
 	"regexp"
 	"sort"
@@ -121,12 +120,11 @@ func (ep *Endpoint) UnmarshalYAML(n *yaml.Node) error {
 // ParseConfig reads a route from YAML, strictly: an unknown key, a value of
 // the wrong type or a second document is an error. The connectors and
 // their options are checked by Env.NewRoute, not here. Errors are
-// *ConfigError values with the YAML line.
-func ParseConfig(r io.Reader) (*Config, error) {
-	src, err := io.ReadAll(r)
-	if err != nil {
-		return nil, &ConfigError{Err: fmt.Errorf("read the configuration: %w", err)}
-	}
+// *ConfigError values with the YAML line. Environment variables are
+// substituted as ParseConfigWith says.
+func ParseConfig(r io.Reader) (*Config, error) { return ParseConfigWith(r, ParseOptions{}) }
+
+func parseConfig(src []byte) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	dec.KnownFields(true)
 	var c Config
@@ -134,10 +132,7 @@ func ParseConfig(r io.Reader) (*Config, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, &ConfigError{Err: errors.New("the configuration is empty: it needs input: and output:")}
 		}
-		if hint := yamlSyntaxHint(src, err); hint != nil {
-			return nil, &ConfigError{Err: hint}
-		}
-		return nil, &ConfigError{Err: yamlError(err)}
+		return nil, parseErr(src, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
@@ -279,15 +274,7 @@ func (e *Env) FromConfigFile(path string) (*Route, error) {
 
 // ParseConfigFile is ParseConfig on a file; errors start with its name.
 func ParseConfigFile(path string) (*Config, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, &ConfigError{Err: fmt.Errorf("read route file: %w", err)}
-	}
-	c, err := ParseConfig(bytes.NewReader(b))
-	if err != nil {
-		return nil, configErr(path, err)
-	}
-	return c, nil
+	return ParseConfigFileWith(path, ParseOptions{})
 }
 
 // FromConfig reads a route from YAML with the connectors of DefaultEnv.

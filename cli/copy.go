@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -51,7 +52,7 @@ and the flags given override it.`,
 	fl.BoolVar(&f.drain, "drain", false, "end once the source has nothing left instead of waiting for more")
 	fl.IntVar(&f.batchSize, "batch-size", bridge.DefaultBatchSize, "most messages per batch")
 	fl.DurationVar(&f.batchPeriod, "batch-period", 0, "how long a batch that is not full waits for more messages (0: no wait)")
-	fl.StringVar(&f.config, "config", "", "route file (YAML) to start from")
+	fl.StringVar(&f.config, "config", "", "route file (YAML) to start from; - reads it from standard input")
 	f.run.register(cmd)
 	return cmd
 }
@@ -61,11 +62,14 @@ func (a *app) copyConfig(cmd *cobra.Command, f *copyFlags) (*bridge.Config, erro
 	a.rememberSecrets(f.from, f.to)
 	cfg := &bridge.Config{}
 	if f.config != "" {
-		c, err := bridge.ParseConfigFile(f.config)
+		c, err := a.readConfig(f.config, f.run.sets)
 		if err != nil {
 			return nil, err
 		}
+		a.rememberSecrets(c.Input.URL, c.Output.URL)
 		cfg = c
+	} else if len(f.run.sets) > 0 {
+		return nil, usage(errors.New("--set overrides a key of the route file: it needs --config"))
 	}
 	fl := cmd.Flags()
 	if f.from != "" {

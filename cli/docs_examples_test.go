@@ -260,13 +260,14 @@ func firstCommand(text string) string {
 }
 
 // pathRE matches an absolute path under one of the sandbox prefixes, when it
-// starts a word, a quoted string, a value or the path of a URL.
+// starts a word, a quoted string, a value, a shell default (${X:-/data})
+// or the path of a URL.
 var pathRE = func() *regexp.Regexp {
 	alts := make([]string, len(sandboxPrefixes))
 	for i, p := range sandboxPrefixes {
 		alts[i] = regexp.QuoteMeta(p)
 	}
-	return regexp.MustCompile(`(^|[\s'"=:(/@,{])((?:` + strings.Join(alts, "|") + `)(?:/|\b))`)
+	return regexp.MustCompile(`(^|[\s'"=:(/@,{-])((?:` + strings.Join(alts, "|") + `)(?:/|\b))`)
 }()
 
 // rewritePaths moves the sandbox prefixes into sandbox.

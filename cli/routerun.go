@@ -17,10 +17,12 @@ import (
 type runFlags struct {
 	metricsAddr string
 	noProgress  bool
+	sets        []string
 }
 
 func (f *runFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics, liveness at /ping and readiness at /ready, e.g. 127.0.0.1:9090")
+	cmd.Flags().StringArrayVar(&f.sets, "set", nil, "override a key of the route file: PATH=VALUE, e.g. batch.size=10 or output.dir_spool.fsync=batch (repeatable)")
 	cmd.Flags().BoolVar(&f.noProgress, "no-progress", false, "do not draw the progress display (drawn only when standard error is a terminal and the route does not write to it)")
 }
 
