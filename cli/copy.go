@@ -54,6 +54,8 @@ and the flags given override it.`,
 	fl.DurationVar(&f.batchPeriod, "batch-period", 0, "how long a batch that is not full waits for more messages (0: no wait)")
 	fl.StringVar(&f.config, "config", "", "route file (YAML) to start from; - reads it from standard input")
 	f.run.register(cmd)
+	_ = cmd.RegisterFlagCompletionFunc("from", a.completeEndpoint)
+	_ = cmd.RegisterFlagCompletionFunc("to", a.completeEndpoint)
 	return cmd
 }
 
