@@ -85,3 +85,27 @@ drain: true
 		assert.Contains(t, r.stderr, "standard input holds the route file")
 	})
 }
+
+// Every connector that takes a password reads it from a file as well:
+// the file is read when the route is built, so lint reports a bad one.
+func TestSecretFiles(t *testing.T) {
+	dir := t.TempDir()
+	pw := writeFile(t, filepath.Join(dir, "pw"), "s3cret\n")
+	missing := filepath.Join(dir, "missing")
+	for _, tc := range []struct{ name, endpoint, want string }{
+		{"mqtt", `{url: "mqtt://u@127.0.0.1:1883?topic=t&password_file=` + missing + `"}`, `option "password_file" = "` + missing + `": cannot be read`},
+		{"nats token", `{nats: {servers: "nats://127.0.0.1:4222", subject: s, token_file: "` + missing + `"}}`, `option "token_file" = "` + missing + `": cannot be read`},
+		{"nats both", `{nats: {servers: "nats://127.0.0.1:4222", subject: s, password: x, password_file: "` + pw + `"}}`, `option "password_file": cannot be combined with password`},
+		{"postgres", `{url: "postgres://u:inline@127.0.0.1/test?table=t&password_file=` + pw + `"}`, `option "password_file": cannot be combined with a password in dsn`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			route := writeFile(t, filepath.Join(dir, "r.yaml"), "input: {url: \"stdin://\"}\noutput: "+tc.endpoint+"\n")
+			r := run(t, "", "lint", route)
+			assert.Equal(t, 2, r.code, r.stderr)
+			assert.Contains(t, r.stderr, tc.want)
+			assert.NotContains(t, r.stderr, "inline")
+		})
+	}
+	route := writeFile(t, filepath.Join(dir, "ok.yaml"), "input: {url: \"stdin://\"}\noutput: {url: \"mqtt://u@127.0.0.1:1883?topic=t&password_file="+pw+"\"}\n")
+	ok(t, "", "lint", route)
+}

@@ -45,6 +45,7 @@ var Schema = &option.Schema{
 		{Name: "tls", Type: option.TypeBool, Default: "false", Doc: "Connect with TLS (the mqtts:// scheme sets it)."},
 		{Name: "username", Type: option.TypeString, Doc: "User name (the URL's user info)."},
 		{Name: "password", Type: option.TypeString, Doc: "Password (the URL's user info). Never printed."},
+		bridge.SecretFileField("password"),
 		{Name: "topic", Type: option.TypeString, Required: true,
 			Doc: "Source: the topic filter to subscribe to (+ and # allowed). Target: the topic to publish to."},
 		{Name: "qos", Type: option.TypeInt, Default: "1", Min: 0, Max: 2,
@@ -157,7 +158,6 @@ func decode(v *option.Values) (*config, error) {
 		broker:         v.String("broker"),
 		tls:            v.Bool("tls"),
 		username:       v.String("username"),
-		password:       v.String("password"),
 		topic:          v.String("topic"),
 		qos:            byte(v.Int("qos")),
 		clientID:       v.String("client_id"),
@@ -171,6 +171,10 @@ func decode(v *option.Values) (*config, error) {
 		writeTimeout:   v.Duration("write_timeout"),
 		keepAlive:      v.Duration("keep_alive"),
 		maxReconnect:   v.Duration("max_reconnect_interval"),
+	}
+	var err error
+	if c.password, err = bridge.Secret(v, "password"); err != nil {
+		return nil, err
 	}
 	if c.topic == "" {
 		return nil, &option.Error{Field: "topic", Msg: "must not be empty"}

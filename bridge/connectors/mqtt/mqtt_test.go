@@ -636,4 +636,24 @@ func TestBadCredentialsFailAtOnce(t *testing.T) {
 		_, _, err = src.ReadBatch(context.Background(), 1)
 		require.ErrorIs(t, err, bridge.ErrEndOfInput)
 	})
+
+	t.Run("password_file", func(t *testing.T) {
+		dir := t.TempDir()
+		right, wrong := filepath.Join(dir, "right"), filepath.Join(dir, "wrong")
+		require.NoError(t, os.WriteFile(right, []byte(password+"\n"), 0o600))
+		require.NoError(t, os.WriteFile(wrong, []byte("Wrong-S3cret\n"), 0o600))
+		for file, wantErr := range map[string]string{right: "", wrong: "not Authorized"} {
+			tgt, err := NewTarget(env, resolve(t, env, "mqtt://mqb@"+addr+"?topic=t&password_file="+file+"&client_id="+unique("mqb-test-")))
+			require.NoError(t, err)
+			err = tgt.Connect(context.Background())
+			if wantErr == "" {
+				require.NoError(t, err)
+				require.NoError(t, tgt.Close(context.Background(), nil))
+				continue
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), wantErr)
+			assert.NotContains(t, err.Error(), "Wrong-S3cret")
+		}
+	})
 }

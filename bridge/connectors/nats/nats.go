@@ -38,6 +38,8 @@ var Schema = &option.Schema{
 		{Name: "username", Type: option.TypeString, Doc: "User name (the URL's user info)."},
 		{Name: "password", Type: option.TypeString, Doc: "Password (the URL's user info). Never printed."},
 		{Name: "token", Type: option.TypeString, Doc: "Authentication token (a URL user info without password). Never printed."},
+		bridge.SecretFileField("password"),
+		bridge.SecretFileField("token"),
 		{Name: "creds_file", Type: option.TypeString, Doc: "NATS credentials file (user JWT and NKey seed)."},
 		{Name: "tls", Type: option.TypeBool, Default: "false", Doc: "Require TLS."},
 		{Name: "ca_file", Type: option.TypeString, Doc: "PEM file of the certificate authorities that sign the servers' certificates."},
@@ -198,7 +200,15 @@ func decode(v *option.Values) (*config, error) {
 	if c.timeout <= 0 || c.write <= 0 {
 		return nil, &option.Error{Field: "connect_timeout", Msg: "and write_timeout must be positive"}
 	}
-	user, pass, token := v.String("username"), v.String("password"), v.String("token")
+	user := v.String("username")
+	pass, err := bridge.Secret(v, "password")
+	if err != nil {
+		return nil, err
+	}
+	token, err := bridge.Secret(v, "token")
+	if err != nil {
+		return nil, err
+	}
 	c.opts = []natsgo.Option{
 		natsgo.Name("mqb"),
 		natsgo.Timeout(c.timeout),
