@@ -39,6 +39,8 @@ type Config struct {
 	// ShutdownTimeout bounds how long in-flight messages may take to
 	// settle after an interrupt (default 30s).
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
+	// Pipeline holds the processors between input and output.
+	Pipeline PipelineConfig `yaml:"pipeline"`
 }
 
 // BatchConfig is the batching of a route: up to Size messages (default 100),
@@ -159,7 +161,7 @@ var (
 )
 
 func init() {
-	for _, v := range []any{Config{}, BatchConfig{}, RetryConfig{}} {
+	for _, v := range []any{Config{}, BatchConfig{}, RetryConfig{}, PipelineConfig{}} {
 		t := reflect.TypeOf(v)
 		configTypes[t.String()] = t
 	}
@@ -225,7 +227,12 @@ func (e *Env) NewRoute(c *Config) (*Route, error) {
 	if retry.Max < retry.Initial {
 		return nil, &ConfigError{Where: "retry", Err: fmt.Errorf("max_interval %v is less than initial_interval %v", retry.Max, retry.Initial)}
 	}
+	pipe, err := c.Pipeline.pipeline()
+	if err != nil {
+		return nil, err
+	}
 	return &Route{
+		Pipeline:        pipe,
 		Source:          src,
 		Target:          tgt,
 		Input:           rin.Display,

@@ -73,6 +73,9 @@ type Route struct {
 	Logger *slog.Logger
 	// Observer receives the route's events; nil means none.
 	Observer Observer
+	// Pipeline reshapes messages between Source and Target; nil means
+	// none.
+	Pipeline *Pipeline
 
 	read, written int64
 }
@@ -220,10 +223,20 @@ func (r *Route) loop(ctx, sctx context.Context, retry RetryPolicy, log *slog.Log
 					m.Metadata = map[string]string{}
 				}
 			}
+			if r.Pipeline != nil {
+				out, handled, err := r.process(ctx, sctx, batch, acks, retry, log, obs)
+				if err != nil {
+					return err
+				}
+				if handled { // all dropped, or nacked: nothing to write
+					goto read
+				}
+				batch, bytes = out, payloadBytes(out) // n stays the count read and acknowledged
+			}
 			t0 := time.Now()
 			werr := r.Target.WriteBatch(sctx, batch)
 			if werr == nil {
-				obs.Sent(n, bytes, time.Since(t0))
+				obs.Sent(len(batch), bytes, time.Since(t0))
 				failures = 0
 				if err := settle(sctx, acks, nil); err != nil {
 					return fmt.Errorf("acknowledge %d message(s) at %s: %w", n, r.Input, err)
@@ -261,6 +274,7 @@ func (r *Route) loop(ctx, sctx context.Context, retry RetryPolicy, log *slog.Log
 				continue // the source delivers the nacked batch again
 			}
 		}
+	read:
 		switch {
 		case rerr == nil:
 		case errors.Is(rerr, ErrEndOfInput):

@@ -526,7 +526,7 @@ func checkYAMLBlock(t *testing.T, where, text string) {
 			top[strings.TrimSpace(k)] = true
 		}
 	}
-	routeKeys := map[string]bool{"input": true, "output": true, "batch": true, "drain": true, "retry": true, "shutdown_timeout": true}
+	routeKeys := map[string]bool{"input": true, "output": true, "batch": true, "drain": true, "retry": true, "shutdown_timeout": true, "pipeline": true}
 	isRoute := len(top) > 0
 	for k := range top {
 		isRoute = isRoute && routeKeys[k]
