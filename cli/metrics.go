@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -57,10 +58,43 @@ type routeLabels struct {
 	route, input, output string
 }
 
-// metrics is a route's Prometheus metrics on a registry of its own, with
-// the Go runtime and process collectors, and its readiness for /ready.
+// metricsRegistry is the Prometheus registry of one mqb process: the Go
+// runtime and process collectors, and the metrics of each of its routes,
+// told apart by their route label.
+type metricsRegistry struct {
+	reg     *prometheus.Registry
+	vecs    map[string]*prometheus.CounterVec
+	latency *prometheus.HistogramVec
+	up      *prometheus.GaugeVec
+	spools  *spoolCollector
+	routes  []*metrics
+	log     *slog.Logger
+}
+
+func newMetricsRegistry(log *slog.Logger) *metricsRegistry {
+	mr := &metricsRegistry{reg: prometheus.NewRegistry(), vecs: map[string]*prometheus.CounterVec{}, spools: &spoolCollector{}, log: log}
+	mr.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), mr.spools)
+	for _, d := range metricDefs {
+		switch d.Type {
+		case "counter":
+			mr.vecs[d.Name] = prometheus.NewCounterVec(prometheus.CounterOpts{Name: d.Name, Help: d.Help}, d.Labels)
+			mr.reg.MustRegister(mr.vecs[d.Name])
+		case "histogram":
+			mr.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+				Name: d.Name, Help: d.Help,
+				Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10), // 100µs to 26s
+			}, d.Labels)
+			mr.reg.MustRegister(mr.latency)
+		}
+	}
+	d := metricDef1("mqb_route_up")
+	mr.up = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: d.Name, Help: d.Help}, d.Labels)
+	mr.reg.MustRegister(mr.up)
+	return mr
+}
+
+// metrics is one route's metrics in a metricsRegistry, and its readiness.
 type metrics struct {
-	reg                      *prometheus.Registry
 	received, receivedBytes  prometheus.Counter
 	acks, nacks              prometheus.Counter
 	sent, sentBytes, batches prometheus.Counter
@@ -68,21 +102,14 @@ type metrics struct {
 	latency                  prometheus.Observer
 	up                       prometheus.Gauge
 	ready                    atomic.Bool
-	log                      *slog.Logger
 }
 
-func newMetrics(route *bridge.Route, l routeLabels) *metrics {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+// route adds the metrics of route, labelled l.
+func (mr *metricsRegistry) route(route *bridge.Route, l routeLabels) *metrics {
 	counter := func(name, connector string) prometheus.Counter {
-		d := metricDef1(name)
-		v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: d.Name, Help: d.Help}, d.Labels)
-		reg.MustRegister(v)
-		return v.WithLabelValues(l.route, connector)
+		return mr.vecs[metricDef1(name).Name].WithLabelValues(l.route, connector)
 	}
 	m := &metrics{
-		reg:           reg,
-		log:           route.Logger,
 		received:      counter("mqb_input_received_total", l.input),
 		receivedBytes: counter("mqb_input_received_bytes_total", l.input),
 		acks:          counter("mqb_input_acked_total", l.input),
@@ -92,51 +119,42 @@ func newMetrics(route *bridge.Route, l routeLabels) *metrics {
 		batches:       counter("mqb_output_batches_total", l.output),
 		errors:        counter("mqb_output_errors_total", l.output),
 		retries:       counter("mqb_output_retries_total", l.output),
+		latency:       mr.latency.WithLabelValues(l.route, l.output),
+		up:            mr.up.WithLabelValues(l.route),
 	}
-	d := metricDef1("mqb_output_batch_duration_seconds")
-	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: d.Name, Help: d.Help,
-		Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10), // 100µs to 26s
-	}, d.Labels)
-	reg.MustRegister(h)
-	m.latency = h.WithLabelValues(l.route, l.output)
-	d = metricDef1("mqb_route_up")
-	up := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: d.Name, Help: d.Help}, d.Labels)
-	reg.MustRegister(up)
-	m.up = up.WithLabelValues(l.route)
-	spools := &spoolCollector{route: l.route}
+	m.up.Set(0)
 	for ep, connector := range map[any]string{route.Source: l.input, route.Target: l.output} {
 		if s, ok := ep.(bridge.SpoolStatter); ok {
-			spools.ends = append(spools.ends, spoolEnd{s, connector})
+			mr.spools.add(spoolEnd{s: s, connector: connector, route: l.route})
 		}
 	}
-	if len(spools.ends) > 0 {
-		reg.MustRegister(spools)
-	}
+	mr.routes = append(mr.routes, m)
 	return m
 }
 
 // handler serves the metrics, /ping (alive: always 200) and /ready (200
 // only while the route runs with both ends connected, 503 otherwise).
-func (m *metrics) handler() http.Handler {
+func (mr *metricsRegistry) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg}))
+	mux.Handle("/metrics", promhttp.HandlerFor(mr.reg, promhttp.HandlerOpts{Registry: mr.reg}))
 	mux.HandleFunc("/ping", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "pong")
 	})
 	mux.HandleFunc("/ready", func(w http.ResponseWriter, _ *http.Request) {
-		if !m.ready.Load() {
-			http.Error(w, "not ready: the route is not running with its input and output connected", http.StatusServiceUnavailable)
-			return
+		for _, m := range mr.routes {
+			if !m.ready.Load() {
+				http.Error(w, "not ready: a route is not running with its input and output connected", http.StatusServiceUnavailable)
+				return
+			}
 		}
 		fmt.Fprintln(w, "ready")
 	})
 	return mux
 }
 
-func (m *metrics) serveErr(err error) {
-	if m.log != nil {
-		m.log.Error("metrics server stopped", "error", err)
+func (mr *metricsRegistry) serveErr(err error) {
+	if mr.log != nil {
+		mr.log.Error("metrics server stopped", "error", err)
 	}
 }
 
@@ -171,15 +189,21 @@ func (m *metrics) Nacked(n int)                { m.nacks.Add(float64(n)) }
 func (m *metrics) Retrying(int, time.Duration) { m.retries.Inc() }
 
 type spoolEnd struct {
-	s         bridge.SpoolStatter
-	connector string
+	s                bridge.SpoolStatter
+	connector, route string
 }
 
-// spoolCollector scans each spool of the route once per scrape for the
+// spoolCollector scans each spool of the routes once per scrape for the
 // backlog and unexpected-files gauges.
 type spoolCollector struct {
-	route string
-	ends  []spoolEnd
+	mu   sync.Mutex
+	ends []spoolEnd
+}
+
+func (c *spoolCollector) add(e spoolEnd) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ends = append(c.ends, e)
 }
 
 var (
@@ -198,12 +222,15 @@ func (c *spoolCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *spoolCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, e := range c.ends {
+	c.mu.Lock()
+	ends := append([]spoolEnd(nil), c.ends...)
+	c.mu.Unlock()
+	for _, e := range ends {
 		backlog, unexpected := math.NaN(), math.NaN() // not open yet, or the scan failed
 		if st, err := e.s.SpoolStats(); err == nil {
 			backlog, unexpected = float64(st.Chunks), float64(st.Unexpected)
 		}
-		labels := []string{c.route, e.connector, e.s.SpoolPath()}
+		labels := []string{e.route, e.connector, e.s.SpoolPath()}
 		ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, backlog, labels...)
 		ch <- prometheus.MustNewConstMetric(unexpectedDesc, prometheus.GaugeValue, unexpected, labels...)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,15 +27,28 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.noProgress, "no-progress", false, "do not draw the progress display (drawn only when standard error is a terminal and the route does not write to it)")
 }
 
+// routeJob is one route a command runs: label names the command in the
+// progress display, name the route in logs and metrics.
+type routeJob struct {
+	label, name string
+	cfg         *bridge.Config
+	route       *bridge.Route
+}
+
 // runRoute runs route, built from cfg, with logging, metrics and the
-// progress display. label names the command in the display, name the route
-// in metrics.
-func (a *app) runRoute(ctx context.Context, label, name string, cfg *bridge.Config, route *bridge.Route, f *runFlags) (err error) {
-	route.Logger = a.logger
-	var observers multiObserver
+// progress display.
+func (a *app) runRoute(ctx context.Context, label, name string, cfg *bridge.Config, route *bridge.Route, f *runFlags) error {
+	return a.runRoutes(ctx, []routeJob{{label: label, name: name, cfg: cfg, route: route}}, f, false)
+}
+
+// runRoutes runs jobs at the same time, with one metrics server for all.
+// A failing route stops the others only with failFast; the error joins
+// every route's. The progress display is drawn for a single route only.
+func (a *app) runRoutes(ctx context.Context, jobs []routeJob, f *runFlags, failFast bool) error {
+	var mr *metricsRegistry
 	if f.metricsAddr != "" {
-		m := newMetrics(route, a.routeLabels(name, cfg))
-		srv, addr, err := serveMetrics(f.metricsAddr, m)
+		mr = newMetricsRegistry(a.logger)
+		srv, addr, err := serveMetrics(f.metricsAddr, mr)
 		if err != nil {
 			return usage(fmt.Errorf("--metrics-addr %s: %w", f.metricsAddr, err))
 		}
@@ -44,11 +58,46 @@ func (a *app) runRoute(ctx context.Context, label, name string, cfg *bridge.Conf
 			_ = srv.Shutdown(sctx)
 		}()
 		a.logger.Info("serving metrics", "url", "http://"+addr+"/metrics", "ready", "http://"+addr+"/ready")
+	}
+	if len(jobs) == 1 {
+		return a.runOne(ctx, jobs[0], f, mr, true)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			j.route.Logger = a.logger.With("route", j.name)
+			if err := a.runOne(ctx, j, f, mr, false); err != nil {
+				errs[i] = fmt.Errorf("route %s: %w", j.name, err)
+				if failFast && !errors.Is(err, bridge.ErrInterrupted) {
+					cancel(fmt.Errorf("route %s failed and --fail-fast is set", j.name))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// runOne runs one route with its metrics (mr may be nil) and, when
+// progress allows it, the progress display.
+func (a *app) runOne(ctx context.Context, j routeJob, f *runFlags, mr *metricsRegistry, progress bool) (err error) {
+	route := j.route
+	if route.Logger == nil {
+		route.Logger = a.logger
+	}
+	var observers multiObserver
+	if mr != nil {
+		m := mr.route(route, a.routeLabels(j.name, j.cfg))
 		observers = append(observers, m)
 		defer m.setReady(false)
 	}
-	if a.drawProgress(f, cfg) {
-		p := newProgress(label, a.stderr, func() int { return terminalWidth(a.stderr) }, route, a.logs)
+	if progress && a.drawProgress(f, j.cfg) {
+		p := newProgress(j.label, a.stderr, func() int { return terminalWidth(a.stderr) }, route, a.logs)
 		observers = append(observers, p)
 		defer func() { p.stop(outcome(err)) }()
 	}
@@ -104,7 +153,7 @@ func (a *app) routeLabels(name string, cfg *bridge.Config) routeLabels {
 	return l
 }
 
-func serveMetrics(addr string, m *metrics) (*http.Server, string, error) {
+func serveMetrics(addr string, m *metricsRegistry) (*http.Server, string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, "", err
