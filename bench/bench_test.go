@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	memfs "github.com/mqb-project/mqb/backend-memfs"
+	osfs "github.com/mqb-project/mqb/backend-os"
 	"github.com/mqb-project/mqb/bench/benchrun"
 	"github.com/mqb-project/mqb/core"
 )
@@ -21,7 +23,7 @@ func matrix(op string) []benchrun.Case {
 		Sizes:      []int{100, 1 << 10, 64 << 10, 1 << 20},
 		Sidecars:   []bool{true, false},
 		Layouts:    []string{benchrun.LayoutFlat, benchrun.LayoutSharded},
-		Backends:   []string{benchrun.BackendOS, benchrun.BackendMemFS},
+		Backends:   []string{osfs.Name, memfs.Name},
 	}
 	return cfg.Cases()
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mqb-project/mqb/bench/benchrun"
 	"github.com/mqb-project/mqb/core"
 )
 
@@ -120,7 +121,7 @@ func printStat(cmd *cobra.Command, r *statReport) {
 	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 	defer w.Flush()
 	fmt.Fprintf(w, "spool\t%s (backend %s)\n", r.Spool, r.Backend)
-	fmt.Fprintf(w, "backlog\t%d chunk(s), %s\n", r.Chunks, humanBytes(r.Bytes))
+	fmt.Fprintf(w, "backlog\t%d chunk(s), %s\n", r.Chunks, benchrun.FormatSize(r.Bytes))
 	if r.Oldest != nil {
 		fmt.Fprintf(w, "oldest\t%s\t%s\n", r.Oldest.Name, r.Oldest.Modified.Format(time.RFC3339))
 		fmt.Fprintf(w, "newest\t%s\t%s\n", r.Newest.Name, r.Newest.Modified.Format(time.RFC3339))
@@ -157,17 +158,4 @@ func printStat(cmd *cobra.Command, r *statReport) {
 	if r.Tmp+r.Orphans+r.Unexpected > 0 {
 		fmt.Fprintf(w, "other\t%d tmp file(s), %d orphan sidecar(s), %d unexpected file(s)\n", r.Tmp, r.Orphans, r.Unexpected)
 	}
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
