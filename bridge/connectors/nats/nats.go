@@ -200,30 +200,14 @@ func decode(v *option.Values) (*config, error) {
 	if c.timeout <= 0 || c.write <= 0 {
 		return nil, &option.Error{Field: "connect_timeout", Msg: "and write_timeout must be positive"}
 	}
-	user := v.String("username")
-	pass, err := bridge.Secret(v, "password")
-	if err != nil {
-		return nil, err
-	}
-	token, err := bridge.Secret(v, "token")
-	if err != nil {
-		return nil, err
-	}
 	c.opts = []natsgo.Option{
 		natsgo.Name("mqb"),
 		natsgo.Timeout(c.timeout),
 		natsgo.MaxReconnects(-1),
 		natsgo.ReconnectWait(time.Second),
 	}
-	switch {
-	case token != "" && (user != "" || pass != ""):
-		return nil, &option.Error{Field: "token", Msg: "cannot be combined with username and password"}
-	case token != "":
-		c.opts = append(c.opts, natsgo.Token(token))
-		c.secrets = append(c.secrets, token)
-	case user != "" || pass != "":
-		c.opts = append(c.opts, natsgo.UserInfo(user, pass))
-		c.secrets = append(c.secrets, pass)
+	if err := c.auth(v); err != nil {
+		return nil, err
 	}
 	if f := v.String("creds_file"); f != "" {
 		c.opts = append(c.opts, natsgo.UserCredentials(f))
@@ -242,6 +226,31 @@ func decode(v *option.Values) (*config, error) {
 		c.opts = append(c.opts, natsgo.ClientCert(cert, key))
 	}
 	return c, nil
+}
+
+// auth adds the user and password, or the token, each given inline or
+// in a *_file option.
+func (c *config) auth(v *option.Values) error {
+	user := v.String("username")
+	pass, err := bridge.Secret(v, "password")
+	if err != nil {
+		return err
+	}
+	token, err := bridge.Secret(v, "token")
+	if err != nil {
+		return err
+	}
+	switch {
+	case token != "" && (user != "" || pass != ""):
+		return &option.Error{Field: "token", Msg: "cannot be combined with username and password"}
+	case token != "":
+		c.opts = append(c.opts, natsgo.Token(token))
+		c.secrets = append(c.secrets, token)
+	case user != "" || pass != "":
+		c.opts = append(c.opts, natsgo.UserInfo(user, pass))
+		c.secrets = append(c.secrets, pass)
+	}
+	return nil
 }
 
 // where names the endpoint in logs and errors, without credentials.
