@@ -600,9 +600,10 @@ func TestMetrics(t *testing.T) {
 	ok(t, "1\n2\n3\n4\n5\n", "copy", "--from", "stdin://", "--to", "dir-spool://"+spool)
 	require.Eventually(t, func() bool {
 		code, body = get("/metrics")
-		return strings.Contains(body, `mqb_output_sent_total{connector="file",route="copy"} 5`)
+		return strings.Contains(body, `mqb_input_acked_total{connector="dir_spool",route="copy"} 5`) // acked last
 	}, 30*time.Second, 20*time.Millisecond)
 	for _, want := range []string{
+		`mqb_output_sent_total{connector="file",route="copy"} 5`,
 		`mqb_input_received_total{connector="dir_spool",route="copy"} 5`,
 		`mqb_input_received_bytes_total{connector="dir_spool",route="copy"} 5`,
 		`mqb_input_acked_total{connector="dir_spool",route="copy"} 5`,

@@ -141,7 +141,7 @@ func (mr *metricsRegistry) handler() http.Handler {
 		fmt.Fprintln(w, "pong")
 	})
 	mux.HandleFunc("/ready", func(w http.ResponseWriter, _ *http.Request) {
-		for _, m := range mr.routes {
+		for _, m := range mr.routes { // all added before the server starts
 			if !m.ready.Load() {
 				http.Error(w, "not ready: a route is not running with its input and output connected", http.StatusServiceUnavailable)
 				return

@@ -45,9 +45,12 @@ func (a *app) runRoute(ctx context.Context, label, name string, cfg *bridge.Conf
 // A failing route stops the others only with failFast; the error joins
 // every route's. The progress display is drawn for a single route only.
 func (a *app) runRoutes(ctx context.Context, jobs []routeJob, f *runFlags, failFast bool) error {
-	var mr *metricsRegistry
+	ms := make([]*metrics, len(jobs)) // nil without --metrics-addr
 	if f.metricsAddr != "" {
-		mr = newMetricsRegistry(a.logger)
+		mr := newMetricsRegistry(a.logger)
+		for i, j := range jobs { // before serving: /ready waits for every route
+			ms[i] = mr.route(j.route, a.routeLabels(j.name, j.cfg))
+		}
 		srv, addr, err := serveMetrics(f.metricsAddr, mr)
 		if err != nil {
 			return usage(fmt.Errorf("--metrics-addr %s: %w", f.metricsAddr, err))
@@ -60,7 +63,7 @@ func (a *app) runRoutes(ctx context.Context, jobs []routeJob, f *runFlags, failF
 		a.logger.Info("serving metrics", "url", "http://"+addr+"/metrics", "ready", "http://"+addr+"/ready")
 	}
 	if len(jobs) == 1 {
-		return a.runOne(ctx, jobs[0], f, mr, true)
+		return a.runOne(ctx, jobs[0], f, ms[0], true)
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -71,7 +74,7 @@ func (a *app) runRoutes(ctx context.Context, jobs []routeJob, f *runFlags, failF
 		go func() {
 			defer wg.Done()
 			j.route.Logger = a.logger.With("route", j.name)
-			if err := a.runOne(ctx, j, f, mr, false); err != nil {
+			if err := a.runOne(ctx, j, f, ms[i], false); err != nil {
 				errs[i] = fmt.Errorf("route %s: %w", j.name, err)
 				if failFast && !errors.Is(err, bridge.ErrInterrupted) {
 					cancel(fmt.Errorf("route %s failed and --fail-fast is set", j.name))
@@ -83,16 +86,15 @@ func (a *app) runRoutes(ctx context.Context, jobs []routeJob, f *runFlags, failF
 	return errors.Join(errs...)
 }
 
-// runOne runs one route with its metrics (mr may be nil) and, when
+// runOne runs one route with its metrics (m may be nil) and, when
 // progress allows it, the progress display.
-func (a *app) runOne(ctx context.Context, j routeJob, f *runFlags, mr *metricsRegistry, progress bool) (err error) {
+func (a *app) runOne(ctx context.Context, j routeJob, f *runFlags, m *metrics, progress bool) (err error) {
 	route := j.route
 	if route.Logger == nil {
 		route.Logger = a.logger
 	}
 	var observers multiObserver
-	if mr != nil {
-		m := mr.route(route, a.routeLabels(j.name, j.cfg))
+	if m != nil {
 		observers = append(observers, m)
 		defer m.setReady(false)
 	}
