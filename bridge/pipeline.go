@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/itchyny/gojq"
 	"go.yaml.in/yaml/v3"
@@ -278,35 +276,30 @@ func (pc PipelineConfig) pipeline() (*Pipeline, error) {
 	return p, nil
 }
 
-// process runs batch through the route's pipeline. handled is true when
-// nothing is left to write: every message was dropped (the batch is then
-// acknowledged) or a processor failed and the batch was negatively
-// acknowledged under on_error: nack. Under on_error: stop a failure is
-// returned, after the batch is negatively acknowledged.
-func (r *Route) process(ctx, sctx context.Context, batch []*Message, acks []AckFunc, retry RetryPolicy, log *slog.Logger, obs Observer) (out []*Message, handled bool, err error) {
+// process runs batch through the route's pipeline. done is true when
+// nothing is left to write because every message was dropped: the batch is
+// then acknowledged. When a processor fails the batch is negatively
+// acknowledged and the error returned: under on_error: stop it is
+// permanent and ends the route; under on_error: nack the route retries it
+// as it retries a failed write.
+func (r *Route) process(sctx context.Context, batch []*Message, acks []AckFunc, obs Observer) (out []*Message, done bool, err error) {
 	out, perr := r.Pipeline.apply(batch)
 	switch {
 	case perr == nil && len(out) > 0:
 		return out, false, nil
 	case perr == nil:
 		if err := settle(sctx, acks, nil); err != nil {
-			return nil, false, fmt.Errorf("acknowledge %d dropped message(s) at %s: %w", len(batch), r.Input, err)
+			return nil, false, Permanent(fmt.Errorf("acknowledge %d dropped message(s) at %s: %w", len(batch), r.Input, err))
 		}
+		r.written += int64(len(batch))
 		obs.Acked(len(batch))
 		return nil, true, nil
 	}
+	r.failed(batch)
 	nerr := settle(sctx, acks, perr)
 	obs.Nacked(len(batch))
 	if nerr != nil || r.Pipeline.OnError != OnErrorNack {
-		return nil, false, errors.Join(perr, nerr)
+		return nil, false, Permanent(errors.Join(perr, nerr))
 	}
-	log.Warn("processor failed; the batch goes back to the source", "input", r.Input, "error", perr, "wait", retry.Initial)
-	t := time.NewTimer(retry.Initial)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return nil, false, r.interrupted(ctx)
-	case <-t.C:
-	}
-	return nil, true, nil
+	return nil, false, perr
 }

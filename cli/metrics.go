@@ -28,7 +28,7 @@ type metricDef struct {
 // metricDefs lists every mqb metric. Names follow Prometheus conventions: an
 // mqb_ prefix, the unit in the name, _total on counters.
 var metricDefs = []metricDef{
-	{"mqb_input_received_total", "counter", []string{"route", "connector"}, "Messages read from the input."},
+	{"mqb_input_received_total", "counter", []string{"route", "connector"}, "Messages read from the input; one read again after a failed write counts once (resends are in mqb_input_nacked_total)."},
 	{"mqb_input_received_bytes_total", "counter", []string{"route", "connector"}, "Payload bytes read from the input."},
 	{"mqb_input_acked_total", "counter", []string{"route", "connector"}, "Messages acknowledged at the input once the output made them durable."},
 	{"mqb_input_nacked_total", "counter", []string{"route", "connector"}, "Messages negatively acknowledged at the input, to be delivered again."},
