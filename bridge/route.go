@@ -167,6 +167,9 @@ func (r *Route) Run(ctx context.Context) (err error) {
 		return errors.Join(fmt.Errorf("connect target %s: %w", r.Output, err), cerr)
 	}
 	start := time.Now()
+	if s, ok := obs.(StartObserver); ok {
+		s.Started()
+	}
 	log.Info("route started", "input", r.Input, "output", r.Output, "batch_size", r.batchSize(), "batch_period", r.BatchPeriod, "drain", r.Drain)
 
 	runErr := r.loop(ctx, sctx, retry, log, obs)
