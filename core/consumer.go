@@ -146,6 +146,11 @@ func (c *Consumer) fill(limit int) ([]*Delivery, error) {
 	}
 	for len(out) < limit {
 		if len(c.pending) == 0 {
+			if d := c.next(); d != nil {
+				c.inflight[d.Name] = d
+				out = append(out, d)
+				continue
+			}
 			found, err := c.refill()
 			if err != nil {
 				return out, err
@@ -168,6 +173,30 @@ func (c *Consumer) fill(limit int) ([]*Delivery, error) {
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// next opens the payload right after the cursor by name, without listing:
+// names are fixed-width, so the next one is known. A consumer that keeps up
+// with the producer, or drains a backlog, then lists only on a miss, and a
+// large flat backlog is listed once instead of once per page. It returns
+// nil when that payload is not there (yet) or there is no cursor.
+func (c *Consumer) next() *Delivery {
+	seq, kind, ok := c.layout.Parse(c.cursor)
+	if c.cursor == "" || !ok || kind != KindPayload || seq >= c.layout.MaxSeq() {
+		return nil
+	}
+	name := c.layout.Payload(seq + 1)
+	if c.skip(name) {
+		return nil
+	}
+	d, err := c.load(name)
+	if err != nil {
+		// Missing, or not a chunk to open by name (a symbolic link, a bad
+		// sidecar): the listing decides, and reports what must stop us.
+		return nil
+	}
+	c.cursor = name
+	return d
 }
 
 // atEnd decides what to do when nothing can be delivered now: end (ErrEnd),
