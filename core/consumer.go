@@ -1,6 +1,7 @@
 package core
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -306,6 +307,9 @@ func (c *Consumer) skip(name string) bool {
 func (c *Consumer) scan(after string) ([]string, error) {
 	var walk func(dir string, level int, hasLater bool) ([]string, error)
 	walk = func(dir string, level int, hasLater bool) ([]string, error) {
+		if sc, ok := c.fsys.(DirScanner); ok && level == c.layout.Depth() {
+			return c.scanLeaf(sc, dir, after, hasLater)
+		}
 		entries, err := c.fsys.ReadDir(dir)
 		if err != nil {
 			if dir != "." && errors.Is(err, fs.ErrNotExist) {
@@ -353,6 +357,61 @@ func (c *Consumer) scan(after string) ([]string, error) {
 		return nil, nil
 	}
 	return walk(".", 0, false)
+}
+
+// listPage bounds how many names one streamed listing keeps: a consumer of a
+// flat backlog of millions holds one page, then opens the names after it
+// directly (next).
+const listPage = 4096
+
+// scanLeaf is scan's leaf step on an FS that streams listings: it keeps the
+// listPage smallest payload names after `after`, never the whole directory.
+func (c *Consumer) scanLeaf(sc DirScanner, dir, after string, hasLater bool) ([]string, error) {
+	var page nameHeap
+	seen := 0
+	err := sc.ScanDir(dir, func(name string, typ fs.FileMode) {
+		seen++
+		if !typ.IsRegular() {
+			return
+		}
+		if _, kind, ok := c.layout.ParseLeaf(dir, name); !ok || kind != KindPayload {
+			return
+		}
+		full := joinPath(dir, name)
+		if full <= after || (len(page) == listPage && full >= page[0]) || c.skip(full) {
+			return
+		}
+		if len(page) == listPage {
+			heap.Pop(&page)
+		}
+		heap.Push(&page, full)
+	})
+	if err != nil {
+		if dir != "." && errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	if seen == 0 && dir != "." && hasLater && c.destructive {
+		_ = c.fsys.Remove(dir) // best effort; a producer may have just used it
+	}
+	slices.Sort(page)
+	return page, nil
+}
+
+// nameHeap is a max-heap of names: the root is the largest kept, the one a
+// smaller name replaces.
+type nameHeap []string
+
+func (h nameHeap) Len() int           { return len(h) }
+func (h nameHeap) Less(i, j int) bool { return h[i] > h[j] }
+func (h nameHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *nameHeap) Push(x any)        { *h = append(*h, x.(string)) }
+func (h *nameHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // load reads a payload and its sidecar.
