@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mqb-project/mqb/bridge"
+	"github.com/mqb-project/mqb/core"
 )
 
 // fakeSource hands out its messages in order, redelivers nacked ones first,
@@ -245,11 +248,23 @@ func TestRouteNacksAndRetriesWithBackoff(t *testing.T) {
 
 	assert.Equal(t, seq(4), payloads(tgt.got), "nothing lost, nothing duplicated")
 	assert.Equal(t, []string{"write 4 failed", "nack 4", "write 4 failed", "nack 4", "write 4 failed", "nack 4", "write 4", "ack 4"}, src.events)
-	assert.Equal(t, []time.Duration{time.Millisecond, 2 * time.Millisecond, 4 * time.Millisecond}, obs.retries, "exponential, capped at Max")
+	assertJittered(t, []time.Duration{time.Millisecond, 2 * time.Millisecond, 4 * time.Millisecond}, obs.retries)
 	assert.Equal(t, 12, obs.nacked)
 	assert.Equal(t, 4, obs.acked)
-	assert.Equal(t, 16, obs.received)
+	assert.Equal(t, 4, obs.received, "a message read again after a failed write is received once")
 	assert.Equal(t, 4, obs.sent)
+	read, written := r.Stats()
+	assert.Equal(t, [3]int64{4, 4, 12}, [3]int64{read, written, r.Retried()}, "read, written, retried")
+}
+
+// assertJittered checks that each wait is between half and all of the
+// exponential backoff's.
+func assertJittered(t *testing.T, want, got []time.Duration) {
+	t.Helper()
+	require.Len(t, got, len(want))
+	for i, d := range got {
+		assert.True(t, d >= want[i]/2 && d <= want[i], "wait %d is %v, want between %v and %v", i+1, d, want[i]/2, want[i])
+	}
 }
 
 func TestRouteBackoffIsCapped(t *testing.T) {
@@ -264,13 +279,8 @@ func TestRouteBackoffIsCapped(t *testing.T) {
 	r := newRoute(src, tgt)
 	r.Observer = obs
 	require.NoError(t, r.Run(context.Background()))
-	assert.Equal(t, []time.Duration{1, 2, 4, 4, 4}, func() []time.Duration {
-		out := make([]time.Duration, len(obs.retries))
-		for i, d := range obs.retries {
-			out[i] = d / time.Millisecond
-		}
-		return out
-	}())
+	ms := time.Millisecond
+	assertJittered(t, []time.Duration{ms, 2 * ms, 4 * ms, 4 * ms, 4 * ms}, obs.retries)
 }
 
 func TestRouteFailures(t *testing.T) {
@@ -282,6 +292,12 @@ func TestRouteFailures(t *testing.T) {
 	}{
 		{"permanent error stops at once", func(int) error { return bridge.Permanent(errors.New("payload not JSON")) }, bridge.ErrPermanent, 1},
 		{"retries run out", func(int) error { return errors.New("still down") }, bridge.ErrRetriesExhausted, 6},
+		{"a full disk is retried", func(int) error { return spoolErr(syscall.ENOSPC) }, bridge.ErrRetriesExhausted, 6},
+		{"an I/O error is retried", func(int) error { return spoolErr(syscall.EIO) }, bridge.ErrRetriesExhausted, 6},
+		{"a symbolic link stops at once", func(int) error { return spoolErr(syscall.ELOOP) }, syscall.ELOOP, 1},
+		{"a refused permission stops at once", func(int) error { return spoolErr(syscall.EACCES) }, syscall.EACCES, 1},
+		{"a name another writer holds stops at once", func(int) error { return spoolErr(syscall.EEXIST) }, syscall.EEXIST, 1},
+		{"exhausted sequence numbers stop at once", func(int) error { return fmt.Errorf("spool /x: %w", core.ErrSequenceExhausted) }, core.ErrSequenceExhausted, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := newFakeSource(2)
@@ -297,6 +313,12 @@ func TestRouteFailures(t *testing.T) {
 			assert.True(t, src.closed)
 		})
 	}
+}
+
+// spoolErr is what a spool target returns when the filesystem fails with
+// errno.
+func spoolErr(errno syscall.Errno) error {
+	return fmt.Errorf("spool /x: create 000000000.bin.tmp: %w", &fs.PathError{Op: "open", Path: "000000000.bin.tmp", Err: errno})
 }
 
 func TestRouteBatchPeriodGathersMessages(t *testing.T) {

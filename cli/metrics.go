@@ -37,7 +37,7 @@ func newMetrics(route *bridge.Route) *metrics {
 	m := &metrics{
 		reg:           reg,
 		log:           route.Logger,
-		received:      counter("input_received", "Messages read from the input."),
+		received:      counter("input_received", "Messages read from the input; one read again after a failed write counts once (resends are in mqb_nacks)."),
 		receivedBytes: counter("input_received_bytes", "Payload bytes read from the input."),
 		sent:          counter("output_sent", "Messages the output made durable."),
 		sentBytes:     counter("output_sent_bytes", "Payload bytes the output made durable."),
@@ -69,6 +69,19 @@ func newMetrics(route *bridge.Route) *metrics {
 			}
 			return float64(n)
 		}))
+		if ur, ok := ep.(bridge.UnexpectedFilesReporter); ok {
+			reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name:        "mqb_spool_unexpected_files",
+				Help:        "Files with the payload extension that fit no chunk name of the spool's layout and are never delivered (counted when scraped).",
+				ConstLabels: prometheus.Labels{"spool": br.SpoolPath(), "role": role},
+			}, func() float64 {
+				n, err := ur.UnexpectedFiles()
+				if err != nil {
+					return math.NaN()
+				}
+				return float64(n)
+			}))
+		}
 	}
 	return m
 }
