@@ -204,6 +204,7 @@ func (c *Consumer) next() *Delivery {
 		return nil
 	}
 	c.cursor = name
+	c.noteDelivered(d.Seq)
 	return d
 }
 
@@ -336,7 +337,7 @@ func (c *Consumer) scan(after string) ([]string, error) {
 				}
 				_, kind, ok := c.layout.ParseLeaf(dir, e.Name())
 				if !ok {
-					c.noteEntry(dir, e)
+					c.noteEntry(dir, e.Name())
 				}
 				if kind != KindPayload {
 					continue
@@ -385,7 +386,11 @@ func (c *Consumer) scanLeaf(sc DirScanner, dir, after string, hasLater bool) ([]
 		if !typ.IsRegular() {
 			return
 		}
-		if _, kind, ok := c.layout.ParseLeaf(dir, name); !ok || kind != KindPayload {
+		_, kind, ok := c.layout.ParseLeaf(dir, name)
+		if !ok {
+			c.noteEntry(dir, name)
+		}
+		if kind != KindPayload {
 			return
 		}
 		full := joinPath(dir, name)
