@@ -89,9 +89,9 @@ func TestDecodeMap(t *testing.T) {
 		m    map[string]any
 		want string
 	}{
-		{map[string]any{"mode": "c"}, `option "mode" = "c": is not an allowed value (valid: a, b)`},
+		{map[string]any{"mode": "c"}, `option "mode" = "c": is not an allowed value (valid: a, b); did you mean "a"?`},
 		{map[string]any{"n": 10}, `option "n" = "10": must be from 1 to 9`},
-		{map[string]any{"nn": 1}, `option "nn": unknown demo option (valid: mode, n, perm)`},
+		{map[string]any{"nn": 1}, `option "nn": unknown demo option (valid: mode, n, perm); did you mean "n"?`},
 		{map[string]any{"perm": "0999"}, `option "perm" = "0999": expects an octal mode such as 0600`},
 	} {
 		if _, err := s.DecodeMap(tt.m); err == nil || err.Error() != tt.want {
