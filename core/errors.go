@@ -22,6 +22,11 @@ var (
 	// The producer never wraps around or widens the names.
 	ErrSequenceExhausted = errors.New("sequence numbers exhausted")
 
+	// ErrSpoolFull is returned by Producer.Write with when_full=fail when a
+	// message does not fit in the spool's bounds (max_messages, max_bytes,
+	// min_free_bytes). Nothing of that message was written.
+	ErrSpoolFull = errors.New("spool is full")
+
 	// ErrProducerFailed is returned by every Producer.Write after a sync or
 	// an undo step failed: the fate of the data is unknown, so the producer
 	// refuses to go on. Open a new producer to recover.

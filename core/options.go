@@ -89,6 +89,9 @@ type Options struct {
 	Backend       string
 	FileMode      fs.FileMode
 	DirMode       fs.FileMode
+	// Bounds limit what a producer lets the spool hold (max_messages,
+	// max_bytes, min_free_bytes, when_full). Consumers ignore them.
+	Bounds Bounds
 
 	// ExitWhenEmpty makes Consumer.Read return ErrEnd as soon as the backlog
 	// is empty and nothing is in flight (the route's --drain). It has no URL
@@ -141,6 +144,9 @@ func (o Options) Validate() error {
 	}
 	if o.PollInterval <= 0 {
 		return &OptionError{Field: "poll_interval", Value: o.PollInterval.String(), Msg: "must be positive"}
+	}
+	if err := o.Bounds.Validate(); err != nil {
+		return err
 	}
 	_, err := o.Layout()
 	return err
