@@ -47,6 +47,18 @@ type BacklogReporter interface {
 	SpoolPath() string
 }
 
+// BoundedSpool is implemented by a dir-spool target, for the metrics of its
+// bounds (max_messages, max_bytes, min_free_bytes, when_full).
+type BoundedSpool interface {
+	SpoolPath() string
+	// Dropped counts messages dropped because the spool was full.
+	Dropped() uint64
+	// FullWaits counts writes that waited for a consumer to make room.
+	FullWaits() uint64
+	// SpoolBytes is the bytes of the spool's chunk files.
+	SpoolBytes() (int64, error)
+}
+
 type nopObserver struct{}
 
 func (nopObserver) Received(int, int)            {}

@@ -67,12 +67,28 @@ type Route struct {
 	// DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
 
+	// DeadLetter, when set, receives every message the target refuses for
+	// what it holds (an error matching ErrRejected), with the failure in
+	// its metadata (MetaDeadLetterError...); the route acknowledges such a
+	// message at the source only once the dead-letter target has made it
+	// durable, and goes on. Nil: a refusal stops the route.
+	DeadLetter Target
+	// DeadLetterOutput is how the dead-letter target appears in logs.
+	DeadLetterOutput string
+	// MaxDeliveries is how many times a refused message is tried before it
+	// is dead-lettered; 0 means 1.
+	MaxDeliveries int
+	// Name names the route in dead-letter metadata; "" means "input ->
+	// output".
+	Name string
+
 	// Logger receives the route's logs; nil means slog.Default().
 	Logger *slog.Logger
 	// Observer receives the route's events; nil means none.
 	Observer Observer
 
 	read, written int64
+	dl            *deadLetters
 }
 
 // Stats returns how many messages the route has read and how many it has
@@ -149,6 +165,9 @@ func (r *Route) Run(ctx context.Context) (err error) {
 		}
 		return errors.Join(fmt.Errorf("connect target %s: %w", r.Output, err), cerr)
 	}
+	if err := r.connectDeadLetter(ctx); err != nil {
+		return errors.Join(err, r.Target.Close(sctx, err), r.Source.Close(sctx))
+	}
 	start := time.Now()
 	log.Info("route started", "input", r.Input, "output", r.Output, "batch_size", r.batchSize(), "batch_period", r.BatchPeriod, "drain", r.Drain)
 
@@ -160,6 +179,9 @@ func (r *Route) Run(ctx context.Context) (err error) {
 	}
 	if err := r.Target.Close(sctx, runErr); err != nil {
 		errs = append(errs, fmt.Errorf("close target %s: %w", r.Output, err))
+	}
+	if err := r.closeDeadLetter(sctx, runErr); err != nil {
+		errs = append(errs, err)
 	}
 	if err := r.Source.Close(sctx); err != nil {
 		errs = append(errs, fmt.Errorf("close source %s: %w", r.Input, err))
@@ -216,7 +238,7 @@ func (r *Route) loop(ctx, sctx context.Context, retry RetryPolicy, log *slog.Log
 				}
 			}
 			t0 := time.Now()
-			werr := r.Target.WriteBatch(sctx, batch)
+			werr := r.write(sctx, batch)
 			if werr == nil {
 				obs.Sent(n, bytes, time.Since(t0))
 				failures = 0

@@ -261,7 +261,6 @@ func (p *Producer) whenFull(ctx context.Context, waits int, r room, size int64) 
 	case WhenFullFail:
 		return p.fullError(r, size)
 	case WhenFullDropNewest:
-		p.dropped++
 		return nil
 	}
 	if waits == 0 {
@@ -287,6 +286,14 @@ func (p *Producer) fullError(r room, size int64) error {
 	default:
 		return p.errorf("%w: the next chunk (%d bytes) would leave less than min_free_bytes=%d free on the filesystem", ErrSpoolFull, size, b.MinFreeBytes)
 	}
+}
+
+// OnDrop sets a function that Write calls, with the producer's lock held,
+// for each message when_full=drop_newest drops. It must return quickly.
+func (p *Producer) OnDrop(fn func(Message)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.onDrop = fn
 }
 
 // Dropped returns how many messages when_full=drop_newest has dropped.

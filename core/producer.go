@@ -33,6 +33,7 @@ type Producer struct {
 
 	use       *usage // what the spool holds; nil when Options.Bounds has no limit
 	dropped   uint64 // messages dropped by when_full=drop_newest
+	onDrop    func(Message)
 	fullWaits uint64 // writes that waited for room
 }
 
@@ -252,6 +253,10 @@ func (p *Producer) Write(ctx context.Context, msgs []Message) (n int, err error)
 			return n, err
 		}
 		if fit == 0 { // when_full=drop_newest
+			p.dropped++
+			if p.onDrop != nil {
+				p.onDrop(msgs[0])
+			}
 			n, msgs = n+1, msgs[1:]
 			continue
 		}

@@ -108,3 +108,36 @@ func isControlFile(name string) bool {
 	}
 	return false
 }
+
+// MessageIDs returns the message ids recorded in the sidecars of the
+// committed chunks of a spool (a spool without sidecars has none). A
+// dead-letter route reads them once, to dead-letter a message at most once.
+func MessageIDs(fsys FS, o Options) (map[string]bool, error) {
+	l, err := o.Layout()
+	if err != nil {
+		return nil, err
+	}
+	ids := map[string]bool{}
+	if !l.Sidecars() {
+		return ids, nil
+	}
+	err = walkLeaves(fsys, l, func(dir string, entries []fs.DirEntry) error {
+		for _, e := range entries {
+			seq, kind, ok := l.ParseLeaf(dir, e.Name())
+			if !ok || kind != KindPayload || !e.Type().IsRegular() {
+				continue
+			}
+			b, err := readAll(fsys, l.Sidecar(seq))
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // consumed meanwhile, or written without a sidecar
+			} else if err != nil {
+				return err
+			}
+			if id, _, err := decodeSidecar(b); err == nil && id != "" {
+				ids[id] = true
+			}
+		}
+		return nil
+	})
+	return ids, err
+}

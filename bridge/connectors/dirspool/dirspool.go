@@ -235,6 +235,8 @@ type Target struct {
 var (
 	_ bridge.Target          = (*Target)(nil)
 	_ bridge.BacklogReporter = (*Target)(nil)
+	_ bridge.HeldIDLister    = (*Target)(nil)
+	_ bridge.BoundedSpool    = (*Target)(nil)
 )
 
 // Connect creates the spool directory when missing, takes the PRODUCER
@@ -250,7 +252,35 @@ func (t *Target) Connect(ctx context.Context) error {
 		t.release()
 		return err
 	}
+	t.p.OnDrop(func(m core.Message) {
+		t.env.Logger.Warn("spool full: message dropped (when_full=drop_newest)", "spool", t.opts.Path, "id", m.ID)
+	})
 	return nil
+}
+
+// HeldIDs returns the message ids of the chunks in the spool, so that a
+// route using the spool as its dead-letter target writes each message once.
+func (t *Target) HeldIDs(ctx context.Context) (map[string]bool, error) {
+	return core.MessageIDs(t.fsys, t.opts)
+}
+
+// Dropped counts the messages when_full=drop_newest dropped.
+func (t *Target) Dropped() uint64 { return t.p.Dropped() }
+
+// FullWaits counts the writes that waited for room (when_full=block).
+func (t *Target) FullWaits() uint64 { return t.p.FullWaits() }
+
+// SpoolBytes returns the bytes of the spool's chunks: the producer's
+// account when the spool is bounded, else a scan of payload sizes.
+func (t *Target) SpoolBytes() (int64, error) {
+	if _, b, ok := t.p.Usage(); ok {
+		return b, nil
+	}
+	st, err := core.Scan(t.fsys, t.opts)
+	if err != nil {
+		return 0, err
+	}
+	return st.Bytes, nil
 }
 
 // WriteBatch writes one chunk per message and returns once they are
