@@ -15,6 +15,8 @@ type copyFlags struct {
 	batchSize   int
 	batchPeriod time.Duration
 	config      string
+	deadLetter  string
+	maxDeliver  int
 	run         runFlags
 }
 
@@ -52,13 +54,15 @@ and the flags given override it.`,
 	fl.IntVar(&f.batchSize, "batch-size", bridge.DefaultBatchSize, "most messages per batch")
 	fl.DurationVar(&f.batchPeriod, "batch-period", 0, "how long a batch that is not full waits for more messages (0: no wait)")
 	fl.StringVar(&f.config, "config", "", "route file (YAML) to start from")
+	fl.StringVar(&f.deadLetter, "dead-letter", "", "endpoint URL that receives the messages --to refuses, with the error in their metadata (default: a refusal stops the route)")
+	fl.IntVar(&f.maxDeliver, "max-deliveries", 1, "how many times a refused message is tried before it goes to --dead-letter")
 	f.run.register(cmd)
 	return cmd
 }
 
 // copyConfig builds the route from --config and the flags, flags winning.
 func (a *app) copyConfig(cmd *cobra.Command, f *copyFlags) (*bridge.Config, error) {
-	a.rememberSecrets(f.from, f.to)
+	a.rememberSecrets(f.from, f.to, f.deadLetter)
 	cfg := &bridge.Config{}
 	if f.config != "" {
 		c, err := bridge.ParseConfigFile(f.config)
@@ -79,6 +83,15 @@ func (a *app) copyConfig(cmd *cobra.Command, f *copyFlags) (*bridge.Config, erro
 	}
 	if fl.Changed("drain") {
 		cfg.Drain = f.drain
+	}
+	if f.deadLetter != "" {
+		cfg.DeadLetter = &bridge.Endpoint{URL: f.deadLetter, Origin: "--dead-letter"}
+	}
+	if fl.Changed("max-deliveries") || f.config == "" {
+		if f.maxDeliver < 1 {
+			return nil, usage(fmt.Errorf("--max-deliveries must be 1 or more (got %d)", f.maxDeliver))
+		}
+		cfg.MaxDeliveries = f.maxDeliver
 	}
 	if fl.Changed("batch-size") || f.config == "" {
 		if f.batchSize < 1 {
