@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/mqb-project/mqb/core/option"
+
 	"github.com/mqb-project/mqb/core"
 	"golang.org/x/sys/unix"
 )
@@ -85,11 +87,11 @@ type FS struct {
 
 // New opens the directory root, an absolute path, as a spool filesystem.
 // Invalid options or a relative root give an error matching
-// core.ErrInvalidOption; a missing root gives one matching fs.ErrNotExist
+// option.ErrInvalid; a missing root gives one matching fs.ErrNotExist
 // unless opts.CreateRoot is set.
 func New(root string, opts Options) (*FS, error) {
 	if !filepath.IsAbs(root) {
-		return nil, &core.OptionError{Field: "root", Value: root, Msg: "must be an absolute path"}
+		return nil, &option.Error{Field: "root", Value: root, Msg: "must be an absolute path"}
 	}
 	root = filepath.Clean(root)
 	fileMode, err := permOption("FileMode", opts.FileMode, DefaultFileMode)
@@ -127,7 +129,7 @@ func permOption(field string, mode, def fs.FileMode) (uint32, error) {
 		mode = def
 	}
 	if mode&^fs.ModePerm != 0 {
-		return 0, &core.OptionError{Field: field, Value: mode.String(), Msg: "only permission bits (0777) are allowed"}
+		return 0, &option.Error{Field: field, Value: mode.String(), Msg: "only permission bits (0777) are allowed"}
 	}
 	return uint32(mode), nil
 }

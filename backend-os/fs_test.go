@@ -11,11 +11,12 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/mqb-project/mqb/core/option"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	osfs "github.com/mqb-project/mqb/backend-os"
-	"github.com/mqb-project/mqb/core"
 )
 
 func TestNew(t *testing.T) {
@@ -31,12 +32,12 @@ func TestNew(t *testing.T) {
 		opts    osfs.Options
 		wantErr error
 	}{
-		{"relative root", "spool", osfs.Options{}, core.ErrInvalidOption},
-		{"relative root with CreateRoot", "./spool", osfs.Options{CreateRoot: true}, core.ErrInvalidOption},
+		{"relative root", "spool", osfs.Options{}, option.ErrInvalid},
+		{"relative root with CreateRoot", "./spool", osfs.Options{CreateRoot: true}, option.ErrInvalid},
 		{"missing root", filepath.Join(tmp, "missing"), osfs.Options{}, fs.ErrNotExist},
 		{"root is a file", filepath.Join(tmp, "file"), osfs.Options{}, syscall.ENOTDIR},
-		{"file mode with setuid", tmp, osfs.Options{FileMode: fs.ModeSetuid | 0o600}, core.ErrInvalidOption},
-		{"dir mode with type bits", tmp, osfs.Options{DirMode: fs.ModeDir | 0o700}, core.ErrInvalidOption},
+		{"file mode with setuid", tmp, osfs.Options{FileMode: fs.ModeSetuid | 0o600}, option.ErrInvalid},
+		{"dir mode with type bits", tmp, osfs.Options{DirMode: fs.ModeDir | 0o700}, option.ErrInvalid},
 		{"existing root", tmp, osfs.Options{}, nil},
 		{"root reached through a link", filepath.Join(tmp, "link"), osfs.Options{}, nil},
 		{"created root", filepath.Join(tmp, "a", "b", "c"), osfs.Options{CreateRoot: true}, nil},

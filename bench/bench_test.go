@@ -16,7 +16,7 @@ import (
 func matrix(op string) []benchrun.Case {
 	cfg := benchrun.Config{
 		Ops:        []string{op},
-		Fsync:      []string{core.FsyncNone, core.FsyncBatch, core.FsyncChunk},
+		Fsync:      []string{string(core.FsyncNone), string(core.FsyncBatch), string(core.FsyncChunk)},
 		BatchSizes: []int{1, 16, 256},
 		Sizes:      []int{100, 1 << 10, 64 << 10, 1 << 20},
 		Sidecars:   []bool{true, false},

@@ -7,7 +7,9 @@ import (
 	"io/fs"
 	"path/filepath"
 
-	"github.com/mqb-project/mqb/backend-memfs"
+	"github.com/mqb-project/mqb/core/option"
+
+	memfs "github.com/mqb-project/mqb/backend-memfs"
 	osfs "github.com/mqb-project/mqb/backend-os"
 	"github.com/mqb-project/mqb/core"
 )
@@ -40,7 +42,7 @@ func (e *Env) openMem(o core.Options, create bool) (core.FS, error) {
 // OpenSpoolFS opens the filesystem of the spool o describes with the backend
 // its backend option names. It returns the FS and a function that releases
 // it (it closes the FS when that implements io.Closer). An unknown backend
-// is a *core.OptionError naming the registered ones; a missing spool
+// is a *option.Error naming the registered ones; a missing spool
 // directory, with create false, an error matching fs.ErrNotExist.
 func (e *Env) OpenSpoolFS(o core.Options, create bool) (core.FS, func() error, error) {
 	name := o.Backend
@@ -49,7 +51,7 @@ func (e *Env) OpenSpoolFS(o core.Options, create bool) (core.FS, func() error, e
 	}
 	f, ok := e.Backend(name)
 	if !ok {
-		return nil, nil, &core.OptionError{Field: "backend", Value: name, Msg: "is not a registered backend", Valid: e.Backends()}
+		return nil, nil, &option.Error{Field: "backend", Value: name, Msg: "is not a registered backend", Valid: e.Backends()}
 	}
 	fsys, err := f(o, create)
 	if err != nil {
@@ -65,12 +67,12 @@ func (e *Env) OpenSpoolFS(o core.Options, create bool) (core.FS, func() error, e
 	return fsys, release, nil
 }
 
-// CheckBackend returns a *core.OptionError when name is not a registered
+// CheckBackend returns a *option.Error when name is not a registered
 // backend, so that a bad backend option is a configuration error found
 // before anything runs.
 func (e *Env) CheckBackend(name string) error {
 	if _, ok := e.Backend(name); !ok {
-		return &core.OptionError{Field: "backend", Value: name, Msg: "is not a registered backend", Valid: e.Backends()}
+		return &option.Error{Field: "backend", Value: name, Msg: "is not a registered backend", Valid: e.Backends()}
 	}
 	return nil
 }

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"net/url"
 
-	"github.com/mqb-project/mqb/core"
+	"github.com/mqb-project/mqb/core/option"
 )
 
 // Message is one message moving through a route.
@@ -35,10 +35,10 @@ var ErrEndOfInput = errors.New("end of input")
 type Source interface {
 	// Connect opens the source. It is called once before ReadBatch.
 	Connect(ctx context.Context) error
-	// ReadBatch returns between 1 and max messages and the function that
+	// ReadBatch returns between 1 and limit messages and the function that
 	// settles them, or ErrEndOfInput. It blocks until messages arrive or
 	// ctx ends. Batches may be read before earlier ones are settled.
-	ReadBatch(ctx context.Context, max int) ([]*Message, AckFunc, error)
+	ReadBatch(ctx context.Context, limit int) ([]*Message, AckFunc, error)
 	// Close releases the source. Unsettled messages are delivered again by
 	// the next reader (at least once).
 	Close(ctx context.Context) error
@@ -82,18 +82,18 @@ type Connector struct {
 	// Schemes are the URL schemes, the first being the main one.
 	Schemes []string
 	// Schema is the option table. Its Name must equal Name.
-	Schema *core.Schema
+	Schema *option.Schema
 	// URLFields turns a URL into the same field map as YAML would give (for
 	// example, the URL path becomes the path field). Query parameters must
 	// be copied as fields of the same name. Errors should be
-	// *core.OptionError values.
+	// *option.Error values.
 	URLFields func(u *url.URL) (map[string]any, error)
 	// NewSource builds a source from decoded options; nil if the connector
 	// cannot be a source.
-	NewSource func(env *Env, v *core.Values) (Source, error)
+	NewSource func(env *Env, v *option.Values) (Source, error)
 	// NewTarget builds a target from decoded options; nil if the connector
 	// cannot be a target.
-	NewTarget func(env *Env, v *core.Values) (Target, error)
+	NewTarget func(env *Env, v *option.Values) (Target, error)
 	// Redact returns the endpoint as it may be shown in logs and errors;
 	// nil means the URL with any password replaced by "xxxxx".
 	Redact func(u *url.URL) string
@@ -106,7 +106,7 @@ func QueryFields(u *url.URL) (map[string]any, error) {
 	m := make(map[string]any, len(q)+2)
 	for k, vs := range q {
 		if len(vs) > 1 {
-			return nil, &core.OptionError{Field: k, Msg: "given more than once"}
+			return nil, &option.Error{Field: k, Msg: "given more than once"}
 		}
 		m[k] = vs[0]
 	}

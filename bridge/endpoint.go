@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/mqb-project/mqb/core"
+	"github.com/mqb-project/mqb/core/option"
 )
 
 // Endpoint names one side of a route, either by URL or by connector name and
@@ -60,7 +60,7 @@ func RedactString(raw string) string {
 // and validated.
 type Resolved struct {
 	Connector *Connector
-	Values    *core.Values
+	Values    *option.Values
 	// Display is how the endpoint is shown in logs and errors (no
 	// password).
 	Display string
@@ -174,14 +174,14 @@ func (e *Env) namesWith(k Kind) []string {
 // PathFields is a URLFields for connectors whose URL names an absolute path
 // (scheme:///abs/path?option=value): the URL path becomes the path field and
 // every query parameter a field of the same name. A host part, a relative
-// path or a path query parameter is refused with a *core.OptionError.
+// path or a path query parameter is refused with a *option.Error.
 func PathFields(u *url.URL) (map[string]any, error) {
 	if u.Host != "" {
-		return nil, &core.OptionError{Field: "path", Value: u.Host + u.Path,
+		return nil, &option.Error{Field: "path", Value: u.Host + u.Path,
 			Msg: fmt.Sprintf("must be absolute: write three slashes, as in %s:///data/file", u.Scheme)}
 	}
 	if u.Opaque != "" || u.Path == "" || u.Path[0] != '/' {
-		return nil, &core.OptionError{Field: "path", Value: u.Opaque + u.Path,
+		return nil, &option.Error{Field: "path", Value: u.Opaque + u.Path,
 			Msg: fmt.Sprintf("must be an absolute path, as in %s:///data/file", u.Scheme)}
 	}
 	m, err := QueryFields(u)
@@ -189,7 +189,7 @@ func PathFields(u *url.URL) (map[string]any, error) {
 		return nil, err
 	}
 	if _, ok := m["path"]; ok {
-		return nil, &core.OptionError{Field: "path", Msg: "comes from the URL path, not a query parameter"}
+		return nil, &option.Error{Field: "path", Msg: "comes from the URL path, not a query parameter"}
 	}
 	m["path"] = u.Path
 	return m, nil
@@ -200,7 +200,7 @@ func PathFields(u *url.URL) (map[string]any, error) {
 // or path is refused.
 func NoPathFields(u *url.URL) (map[string]any, error) {
 	if u.Host != "" || (u.Path != "" && u.Path != "/") || u.Opaque != "" {
-		return nil, &core.OptionError{Field: "url", Value: u.Redacted(),
+		return nil, &option.Error{Field: "url", Value: u.Redacted(),
 			Msg: fmt.Sprintf("%s takes no host or path: write %s://?option=value", u.Scheme, u.Scheme)}
 	}
 	return QueryFields(u)

@@ -9,10 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mqb-project/mqb/core/option"
+
 	"github.com/mqb-project/mqb/bridge"
 	_ "github.com/mqb-project/mqb/bridge/all"
 	"github.com/mqb-project/mqb/core"
-	"github.com/mqb-project/mqb/core/schemadoc"
+	"github.com/mqb-project/mqb/core/option/schemadoc"
 )
 
 // updateReference rewrites the generated part of docs/reference/<connector>.md
@@ -123,7 +125,7 @@ func TestReferencePages(t *testing.T) {
 			if !ok {
 				t.Fatalf("connector %q has no entry in refSpecs (bridge/reference_test.go): add one so that %s documents it", name, pageName(name))
 			}
-			urlFor := func(f core.Field, v string) string {
+			urlFor := func(f option.Field, v string) string {
 				if b, ok := spec.urlParts[f.Name]; ok {
 					return b(v)
 				}
@@ -142,7 +144,7 @@ func TestReferencePages(t *testing.T) {
 	}
 }
 
-func checkSpecNames(t *testing.T, s *core.Schema, spec refSpec) {
+func checkSpecNames(t *testing.T, s *option.Schema, spec refSpec) {
 	t.Helper()
 	for _, m := range []map[string]string{spec.examples, spec.allowed} {
 		for name := range m {
@@ -222,7 +224,7 @@ func checkYAMLSpelling(t *testing.T, c *bridge.Connector, base string, examples 
 }
 
 // requiredPlus returns the required fields of c as set in v, plus name=value.
-func requiredPlus(t *testing.T, c *bridge.Connector, v *core.Values, name, val string) map[string]any {
+func requiredPlus(t *testing.T, c *bridge.Connector, v *option.Values, name, val string) map[string]any {
 	t.Helper()
 	m := map[string]any{name: val}
 	for _, f := range c.Schema.Fields {
@@ -233,15 +235,15 @@ func requiredPlus(t *testing.T, c *bridge.Connector, v *core.Values, name, val s
 	return m
 }
 
-func value(v *core.Values, f core.Field) any {
+func value(v *option.Values, f option.Field) any {
 	switch f.Type {
-	case core.TypeInt:
+	case option.TypeInt:
 		return v.Int(f.Name)
-	case core.TypeBool:
+	case option.TypeBool:
 		return v.Bool(f.Name)
-	case core.TypeDuration:
+	case option.TypeDuration:
 		return v.Duration(f.Name)
-	case core.TypeFileMode:
+	case option.TypeFileMode:
 		return v.FileMode(f.Name)
 	}
 	return v.String(f.Name)

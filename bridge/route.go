@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/mqb-project/mqb/core/option"
+
 	"github.com/mqb-project/mqb/core"
 )
 
@@ -213,7 +215,7 @@ func (r *Route) interrupted(ctx context.Context) error {
 
 // retryable reports whether a failed write may succeed if tried again.
 func retryable(err error) bool {
-	for _, e := range []error{ErrPermanent, core.ErrProducerFailed, core.ErrSequenceExhausted, core.ErrClosed, core.ErrClaimed, core.ErrInvalidOption} {
+	for _, e := range []error{ErrPermanent, core.ErrProducerFailed, core.ErrSequenceExhausted, core.ErrClosed, core.ErrClaimed, option.ErrInvalid} {
 		if errors.Is(err, e) {
 			return false
 		}

@@ -105,7 +105,7 @@ wake-ups and with polling.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&dir, "dir", ".", "directory on the filesystem to measure (a subdirectory is made and removed)")
-	f.StringSliceVar(&fsyncs, "fsync", []string{core.FsyncNone, core.FsyncBatch, core.FsyncChunk}, "fsync policies: none, batch, chunk")
+	f.StringSliceVar(&fsyncs, "fsync", []string{string(core.FsyncNone), string(core.FsyncBatch), string(core.FsyncChunk)}, "fsync policies: none, batch, chunk")
 	f.IntSliceVar(&batches, "batch-size", []int{1, 16, 256}, "messages per write and per read")
 	f.StringSliceVar(&sizes, "size", []string{"1KiB"}, "payload sizes, such as 100B, 1KiB, 64KiB, 1MiB")
 	f.IntVar(&count, "count", 1024, "messages per case and round")
@@ -145,7 +145,7 @@ func checkBenchFlags(cfg benchrun.Config) error {
 		return nil
 	}
 	for _, err := range []error{
-		oneOf("fsync", cfg.Fsync, core.FsyncNone, core.FsyncBatch, core.FsyncChunk),
+		oneOf("fsync", cfg.Fsync, string(core.FsyncNone), string(core.FsyncBatch), string(core.FsyncChunk)),
 		oneOf("op", cfg.Ops, benchrun.OpProduce, benchrun.OpConsume),
 		oneOf("layout", cfg.Layouts, benchrun.LayoutFlat, benchrun.LayoutSharded),
 		oneOf("backend", cfg.Backends, benchrun.BackendOS, benchrun.BackendMemFS),

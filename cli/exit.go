@@ -4,8 +4,9 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/mqb-project/mqb/core/option"
+
 	"github.com/mqb-project/mqb/bridge"
-	"github.com/mqb-project/mqb/core"
 )
 
 // Exit codes.
@@ -37,7 +38,7 @@ func exitCode(err error, sig int) int {
 		return ExitOK
 	case sig != 0 && errors.Is(err, bridge.ErrInterrupted):
 		return 128 + sig
-	case errors.As(err, &ue), errors.Is(err, bridge.ErrConfig), errors.Is(err, core.ErrInvalidOption):
+	case errors.As(err, &ue), errors.Is(err, bridge.ErrConfig), errors.Is(err, option.ErrInvalid):
 		return ExitUsage
 	}
 	return ExitFailure

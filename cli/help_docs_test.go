@@ -11,7 +11,7 @@ import (
 
 	"github.com/mqb-project/mqb/bridge"
 	"github.com/mqb-project/mqb/core"
-	"github.com/mqb-project/mqb/core/schemadoc"
+	"github.com/mqb-project/mqb/core/option/schemadoc"
 )
 
 // runHelp runs mqb with args and returns its standard output.

@@ -4,7 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mqb-project/mqb/core"
-	"github.com/mqb-project/mqb/core/schemadoc"
+	"github.com/mqb-project/mqb/core/option/schemadoc"
 )
 
 // fieldInfo is one option of the directory spool, as --json prints it.

@@ -204,11 +204,11 @@ func chunkFiles(names []string) []string {
 }
 
 // readBatch reads one batch, failing t when nothing comes within d.
-func readBatch(t TB, e *env, c *core.Consumer, max int, d time.Duration) []*core.Delivery {
+func readBatch(t TB, e *env, c *core.Consumer, limit int, d time.Duration) []*core.Delivery {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(e.ctx, d)
 	defer cancel()
-	ds, err := c.Read(ctx, max)
+	ds, err := c.Read(ctx, limit)
 	if err != nil {
 		t.Fatalf("Read: %v", err)
 	}
@@ -217,12 +217,12 @@ func readBatch(t TB, e *env, c *core.Consumer, max int, d time.Duration) []*core
 
 // drain reads and acks until Read returns core.ErrEnd (the consumer must be
 // opened with ExitWhenEmpty or stop_on_done) and returns what it read.
-func drain(t TB, e *env, c *core.Consumer, max int) []*core.Delivery {
+func drain(t TB, e *env, c *core.Consumer, limit int) []*core.Delivery {
 	t.Helper()
 	var all []*core.Delivery
 	for {
 		ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
-		ds, err := c.Read(ctx, max)
+		ds, err := c.Read(ctx, limit)
 		cancel()
 		if errors.Is(err, core.ErrEnd) {
 			return all

@@ -72,7 +72,7 @@ func checkLayout(t TB, e *env, lc layoutCase) {
 	if lc.name == "Layout_DocsExample" && lc.nm.payloadName(1) != "000/000/001.bin" {
 		t.Fatalf("oracle broken: %s", lc.nm.payloadName(1))
 	}
-	for _, policy := range []string{core.FsyncChunk, core.FsyncBatch, core.FsyncNone} {
+	for _, policy := range []core.FsyncPolicy{core.FsyncChunk, core.FsyncBatch, core.FsyncNone} {
 		for _, atomic := range []bool{true, false} {
 			q := fmt.Sprintf("%s&fsync=%s&atomic=%v", lc.query, policy, atomic)
 			layoutCase1(t, e, q, lc.nm)

@@ -30,7 +30,7 @@ import (
 
 var pairings = []struct {
 	batch  int
-	policy string
+	policy core.FsyncPolicy
 }{
 	{1, core.FsyncChunk}, {7, core.FsyncChunk}, {256, core.FsyncChunk},
 	{1, core.FsyncBatch}, {7, core.FsyncBatch}, {256, core.FsyncBatch},
@@ -45,7 +45,7 @@ func TestProcessPair(t *testing.T) {
 	for _, pc := range pairings {
 		t.Run(fmt.Sprintf("batch=%d/fsync=%s", pc.batch, pc.policy), func(t *testing.T) {
 			dir := scratchDir(t)
-			layout := "naming_pattern={seq:06}&shard_depth=2&shard_width=2&fsync=" + pc.policy
+			layout := "naming_pattern={seq:06}&shard_depth=2&shard_width=2&fsync=" + string(pc.policy)
 			c := startHelper(t, "consumer", helperParams{dir: dir, query: layout + "&stop_on_done=true", batch: pc.batch})
 			if err := c.opened(30 * time.Second); err != nil {
 				t.Fatal(err)
@@ -244,7 +244,7 @@ func TestExternalConsumer(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer fsys.Close()
-			o, err := core.ParseURL("dir-spool://" + dir + "?emit_done=success&fsync=" + pc.policy)
+			o, err := core.ParseURL("dir-spool://" + dir + "?emit_done=success&fsync=" + string(pc.policy))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -317,7 +317,7 @@ func TestKill(t *testing.T) {
 	}
 	dir := scratchDir(t)
 	layout := "naming_pattern={seq:06}&shard_depth=2&shard_width=2&poll_interval=20ms"
-	policies := []string{core.FsyncChunk, core.FsyncBatch, core.FsyncNone}
+	policies := []core.FsyncPolicy{core.FsyncChunk, core.FsyncBatch, core.FsyncNone}
 	seed := time.Now().UnixNano()
 	t.Logf("kill timing seed %d", seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 7))
@@ -325,14 +325,14 @@ func TestKill(t *testing.T) {
 	var producers, consumers []*helper
 	startP := func() *helper {
 		gen++
-		h := startHelper(t, "producer", helperParams{dir: dir, gen: gen, query: layout + "&fsync=" + policies[gen%3],
+		h := startHelper(t, "producer", helperParams{dir: dir, gen: gen, query: layout + "&fsync=" + string(policies[gen%3]),
 			batch: []int{1, 7, 32}[gen%3], pace: time.Millisecond})
 		producers = append(producers, h)
 		return h
 	}
 	startC := func(exit bool) *helper {
 		gen++
-		h := startHelper(t, "consumer", helperParams{dir: dir, gen: gen, query: layout + "&fsync=" + policies[gen%3],
+		h := startHelper(t, "consumer", helperParams{dir: dir, gen: gen, query: layout + "&fsync=" + string(policies[gen%3]),
 			batch: []int{1, 5, 16}[gen%3], exit: exit})
 		consumers = append(consumers, h)
 		return h

@@ -446,10 +446,10 @@ func checkNack(t TB, e *env) {
 }
 
 func checkAckOrder(t TB, e *env) {
-	for _, policy := range []string{core.FsyncChunk, core.FsyncBatch, core.FsyncNone} {
+	for _, policy := range []core.FsyncPolicy{core.FsyncChunk, core.FsyncBatch, core.FsyncNone} {
 		inner := e.newFS()
 		fsys, log := recording(inner)
-		o := spoolOptions(t, "fsync="+policy+"&naming_pattern={seq:04}&shard_depth=1&shard_width=2")
+		o := spoolOptions(t, "fsync="+string(policy)+"&naming_pattern={seq:04}&shard_depth=1&shard_width=2")
 		p, err := core.OpenProducer(fsys, o)
 		noErr(t, "OpenProducer", err)
 		_, err = p.Write(e.ctx, testMessages("a", 0, 103))
@@ -520,7 +520,7 @@ func checkAckOrder(t TB, e *env) {
 // checkWriteOrder checks, from the operations a Producer.Write makes, the
 // write protocol: tmp names, sidecar before payload, syncs per policy.
 func checkWriteOrder(t TB, e *env) {
-	for _, policy := range []string{core.FsyncChunk, core.FsyncBatch, core.FsyncNone} {
+	for _, policy := range []core.FsyncPolicy{core.FsyncChunk, core.FsyncBatch, core.FsyncNone} {
 		for _, atomic := range []bool{true, false} {
 			for _, layout := range []string{"", "&metadata_extension=", "&naming_pattern={seq:04}&shard_depth=2&shard_width=1"} {
 				q := fmt.Sprintf("fsync=%s&atomic=%v%s", policy, atomic, layout)
@@ -728,10 +728,10 @@ func checkNonDestructive(t TB, e *env) {
 }
 
 func checkDone(t TB, e *env) {
-	for _, policy := range []string{core.FsyncChunk, core.FsyncBatch, core.FsyncNone} {
+	for _, policy := range []core.FsyncPolicy{core.FsyncChunk, core.FsyncBatch, core.FsyncNone} {
 		inner := e.newFS()
 		fsys, log := recording(inner)
-		o := spoolOptions(t, "emit_done=success&fsync="+policy)
+		o := spoolOptions(t, "emit_done=success&fsync="+string(policy))
 		p, err := core.OpenProducer(fsys, o)
 		noErr(t, "OpenProducer", err)
 		_, err = p.Write(e.ctx, testMessages("d", 0, 3))
@@ -766,7 +766,7 @@ func checkDone(t TB, e *env) {
 	}
 	// emit_done decides when DONE is written.
 	for _, tc := range []struct {
-		emit   string
+		emit   core.EmitDone
 		cause  error
 		status string // "" = no DONE
 	}{
@@ -777,7 +777,7 @@ func checkDone(t TB, e *env) {
 		{core.EmitAlways, errors.New("boom"), "failure"},
 	} {
 		fsys := e.newFS()
-		p, err := core.OpenProducer(fsys, spoolOptions(t, "emit_done="+tc.emit))
+		p, err := core.OpenProducer(fsys, spoolOptions(t, "emit_done="+string(tc.emit)))
 		noErr(t, "OpenProducer", err)
 		_ = p.CloseWithError(tc.cause)
 		rec, err := core.ReadDone(fsys)

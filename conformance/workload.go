@@ -106,10 +106,10 @@ func (w *workload) run(ctx context.Context, fsys core.FS) error {
 	return nil
 }
 
-// consume reads up to max deliveries and acks most of them, nacking a few.
+// consume reads up to limit deliveries and acks most of them, nacking a few.
 // It returns core.ErrEnd when there was nothing to read.
-func (w *workload) consume(ctx context.Context, max int) error {
-	ds, err := w.c.Read(ctx, max)
+func (w *workload) consume(ctx context.Context, limit int) error {
+	ds, err := w.c.Read(ctx, limit)
 	if errors.Is(err, core.ErrEnd) {
 		return err
 	}

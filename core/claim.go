@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// claim is a held PRODUCER or CONSUMER role.
-type claim struct {
+// roleClaim is a held PRODUCER or CONSUMER role.
+type roleClaim struct {
 	lock   Claim
 	holder Holder
 }
@@ -26,7 +26,7 @@ var hostname = func() string {
 
 // acquireClaim locks file at the spool root. On success it returns the claim
 // and the holder record the previous holder left (nil if none or unreadable).
-func acquireClaim(fsys FS, spool, file, role string) (*claim, *Holder, error) {
+func acquireClaim(fsys FS, spool, file, role string) (*roleClaim, *Holder, error) {
 	lk, err := fsys.Lock(file)
 	if err != nil {
 		if errors.Is(err, ErrLocked) {
@@ -35,12 +35,12 @@ func acquireClaim(fsys FS, spool, file, role string) (*claim, *Holder, error) {
 		return nil, nil, fmt.Errorf("spool %s: take %s claim: %w", spool, file, err)
 	}
 	prev := readHolder(fsys, file)
-	c := &claim{lock: lk, holder: Holder{Role: role, PID: os.Getpid(), Host: hostname, Since: time.Now().UTC().Truncate(time.Second)}}
+	c := &roleClaim{lock: lk, holder: Holder{Role: role, PID: os.Getpid(), Host: hostname, Since: time.Now().UTC().Truncate(time.Second)}}
 	return c, prev, nil
 }
 
 // record writes the holder, with the given next sequence for a producer.
-func (c *claim) record(next *uint64) error {
+func (c *roleClaim) record(next *uint64) error {
 	c.holder.NextSeq = next
 	b, err := json.Marshal(c.holder)
 	if err != nil {
@@ -49,7 +49,7 @@ func (c *claim) record(next *uint64) error {
 	return c.lock.Write(append(b, '\n'))
 }
 
-func (c *claim) release() error { return c.lock.Release() }
+func (c *roleClaim) release() error { return c.lock.Release() }
 
 // readHolder reads the JSON record in a claim file; nil when the file is
 // missing, empty or not a record.

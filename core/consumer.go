@@ -36,7 +36,7 @@ type Consumer struct {
 	fsys        FS
 	opts        Options
 	layout      *Layout
-	claim       *claim
+	claim       *roleClaim
 	destructive bool
 
 	cursor   string      // the last payload name taken from a listing
@@ -87,14 +87,14 @@ func (c *Consumer) InFlight() int {
 	return len(c.inflight)
 }
 
-// Read returns between 1 and max deliveries in lexical name order, nacked
+// Read returns between 1 and limit deliveries in lexical name order, nacked
 // ones first. It waits for chunks when there are none, unless the consumer is
 // done: then it returns ErrEnd (see Options.ExitWhenEmpty and stop_on_done).
 // A sidecar it cannot parse stops it with a *SidecarError and deletes
 // nothing, unless bad_sidecar=deliver.
-func (c *Consumer) Read(ctx context.Context, max int) ([]*Delivery, error) {
-	if max < 1 {
-		max = 1
+func (c *Consumer) Read(ctx context.Context, limit int) ([]*Delivery, error) {
+	if limit < 1 {
+		limit = 1
 	}
 	for {
 		c.mu.Lock()
@@ -102,7 +102,7 @@ func (c *Consumer) Read(ctx context.Context, max int) ([]*Delivery, error) {
 			c.mu.Unlock()
 			return nil, ErrClosed
 		}
-		out, err := c.fill(max)
+		out, err := c.fill(limit)
 		if len(out) > 0 {
 			c.mu.Unlock()
 			return out, nil // a read error, if any, comes back on the next call
@@ -135,16 +135,16 @@ func (c *Consumer) Read(ctx context.Context, max int) ([]*Delivery, error) {
 	}
 }
 
-// fill takes up to max deliveries from the retry list and the listing.
-func (c *Consumer) fill(max int) ([]*Delivery, error) {
+// fill takes up to limit deliveries from the retry list and the listing.
+func (c *Consumer) fill(limit int) ([]*Delivery, error) {
 	var out []*Delivery
-	for len(out) < max && len(c.retry) > 0 {
+	for len(out) < limit && len(c.retry) > 0 {
 		d := c.retry[0]
 		c.retry = c.retry[1:]
 		c.inflight[d.Name] = d
 		out = append(out, d)
 	}
-	for len(out) < max {
+	for len(out) < limit {
 		if len(c.pending) == 0 {
 			found, err := c.refill()
 			if err != nil {

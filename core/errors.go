@@ -3,7 +3,6 @@ package core
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -35,11 +34,6 @@ var (
 	// ErrBadSidecar is returned by Consumer.Read when a sidecar cannot be
 	// read or parsed. The concrete error is a *SidecarError naming the file.
 	ErrBadSidecar = errors.New("unreadable metadata sidecar")
-
-	// ErrInvalidOption is returned when an option has an unknown name, a
-	// value of the wrong type, or a value outside its allowed set. The
-	// concrete error is an *OptionError.
-	ErrInvalidOption = errors.New("invalid option")
 
 	// ErrEnd is returned by Consumer.Read when the consumer has nothing more
 	// to deliver: the backlog is empty in drain mode, or the producer's DONE
@@ -97,30 +91,3 @@ func (e *SidecarError) Unwrap() error { return e.Err }
 
 // Is reports ErrBadSidecar.
 func (e *SidecarError) Is(target error) bool { return target == ErrBadSidecar }
-
-// OptionError is the error for a bad option.
-type OptionError struct {
-	Field string   // the option name as given
-	Value string   // the value as given, if any
-	Msg   string   // what is wrong
-	Valid []string // the valid names or values, when that helps
-}
-
-func (e *OptionError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "option %q", e.Field)
-	if e.Value != "" {
-		fmt.Fprintf(&b, " = %q", e.Value)
-	}
-	b.WriteString(": ")
-	b.WriteString(e.Msg)
-	if len(e.Valid) > 0 {
-		b.WriteString(" (valid: ")
-		b.WriteString(strings.Join(e.Valid, ", "))
-		b.WriteString(")")
-	}
-	return b.String()
-}
-
-// Is reports ErrInvalidOption.
-func (e *OptionError) Is(target error) bool { return target == ErrInvalidOption }

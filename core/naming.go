@@ -5,6 +5,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/mqb-project/mqb/core/option"
 )
 
 // TmpSuffix is appended to a chunk file's final name while it is written.
@@ -36,12 +38,12 @@ type Layout struct {
 	metaTail    string // suffix + metaExt
 }
 
-// Kind tells what a chunk file name stands for.
-type Kind int
+// ChunkKind tells what a chunk file name stands for.
+type ChunkKind int
 
 // The kinds of chunk files.
 const (
-	KindPayload Kind = iota + 1
+	KindPayload ChunkKind = iota + 1
 	KindSidecar
 	KindPayloadTmp
 	KindSidecarTmp
@@ -54,13 +56,13 @@ func NewLayout(pattern string, depth, width int, payloadExt, metaExt string) (*L
 		return nil, err
 	}
 	if depth < 0 {
-		return nil, &OptionError{Field: "shard_depth", Value: strconv.Itoa(depth), Msg: "must be 0 or more"}
+		return nil, &option.Error{Field: "shard_depth", Value: strconv.Itoa(depth), Msg: "must be 0 or more"}
 	}
 	if depth > 0 && width < 1 {
-		return nil, &OptionError{Field: "shard_width", Value: strconv.Itoa(width), Msg: "must be at least 1 when shard_depth is set"}
+		return nil, &option.Error{Field: "shard_width", Value: strconv.Itoa(width), Msg: "must be at least 1 when shard_depth is set"}
 	}
 	if depth > 0 && depth*width >= digits {
-		return nil, &OptionError{Field: "shard_depth", Value: strconv.Itoa(depth),
+		return nil, &option.Error{Field: "shard_depth", Value: strconv.Itoa(depth),
 			Msg: fmt.Sprintf("shard_depth*shard_width (%d*%d) must be less than the %d sequence digits of naming_pattern", depth, width, digits)}
 	}
 	if err := checkExt("payload_extension", payloadExt, false); err != nil {
@@ -70,7 +72,7 @@ func NewLayout(pattern string, depth, width int, payloadExt, metaExt string) (*L
 		return nil, err
 	}
 	if metaExt != "" && (strings.HasSuffix(payloadExt, metaExt) || strings.HasSuffix(metaExt, payloadExt)) {
-		return nil, &OptionError{Field: "metadata_extension", Value: metaExt,
+		return nil, &option.Error{Field: "metadata_extension", Value: metaExt,
 			Msg: fmt.Sprintf("must differ from payload_extension %q and not end with it (or it with this)", payloadExt)}
 	}
 	l := &Layout{digits: digits, suffix: suffix, depth: depth, width: width, payloadExt: payloadExt, metaExt: metaExt}
@@ -94,7 +96,7 @@ func pow10(n int) uint64 {
 
 func parsePattern(p string) (digits int, suffix string, err error) {
 	bad := func(msg string) (int, string, error) {
-		return 0, "", &OptionError{Field: "naming_pattern", Value: p, Msg: msg}
+		return 0, "", &option.Error{Field: "naming_pattern", Value: p, Msg: msg}
 	}
 	if !strings.HasPrefix(p, "{seq:") {
 		return bad("must start with the {seq:N} token, for example {seq:09}")
@@ -124,15 +126,15 @@ func checkExt(field, ext string, mayBeEmpty bool) error {
 		if mayBeEmpty {
 			return nil
 		}
-		return &OptionError{Field: field, Msg: "must not be empty"}
+		return &option.Error{Field: field, Msg: "must not be empty"}
 	}
 	switch {
 	case ext[0] != '.':
-		return &OptionError{Field: field, Value: ext, Msg: "must start with '.'"}
+		return &option.Error{Field: field, Value: ext, Msg: "must start with '.'"}
 	case len(ext) < 2 || strings.ContainsAny(ext, "/\\{}\x00") || strings.Contains(ext, ".."):
-		return &OptionError{Field: field, Value: ext, Msg: "must be '.' followed by a name without '/', '\\', '{', '}', '..' or NUL"}
+		return &option.Error{Field: field, Value: ext, Msg: "must be '.' followed by a name without '/', '\\', '{', '}', '..' or NUL"}
 	case ext == TmpSuffix || strings.HasSuffix(ext, TmpSuffix):
-		return &OptionError{Field: field, Value: ext, Msg: "must not end with .tmp (reserved for files being written)"}
+		return &option.Error{Field: field, Value: ext, Msg: "must not end with .tmp (reserved for files being written)"}
 	}
 	return nil
 }
@@ -266,13 +268,13 @@ func (l *Layout) IsShardDir(name string) bool {
 
 // ParseLeaf parses a file name found in a leaf directory (dir is that
 // directory, "." when flat) into its sequence number and kind.
-func (l *Layout) ParseLeaf(dir, name string) (seq uint64, kind Kind, ok bool) {
+func (l *Layout) ParseLeaf(dir, name string) (seq uint64, kind ChunkKind, ok bool) {
 	tmp := strings.HasSuffix(name, TmpSuffix)
 	base := strings.TrimSuffix(name, TmpSuffix)
 	var digits string
 	// Match the longer extension first so that neither shadows the other.
 	tails := [2]string{l.payloadTail, l.metaTail}
-	kinds := [2]Kind{KindPayload, KindSidecar}
+	kinds := [2]ChunkKind{KindPayload, KindSidecar}
 	if len(l.metaTail) > len(l.payloadTail) {
 		tails[0], tails[1] = tails[1], tails[0]
 		kinds[0], kinds[1] = kinds[1], kinds[0]
@@ -309,7 +311,7 @@ func (l *Layout) ParseLeaf(dir, name string) (seq uint64, kind Kind, ok bool) {
 }
 
 // Parse parses a path relative to the root.
-func (l *Layout) Parse(rel string) (seq uint64, kind Kind, ok bool) {
+func (l *Layout) Parse(rel string) (seq uint64, kind ChunkKind, ok bool) {
 	dir, name := path.Split(rel)
 	dir = strings.TrimSuffix(dir, "/")
 	if dir == "" {

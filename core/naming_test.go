@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/mqb-project/mqb/core/option"
 )
 
 func TestLayoutNames(t *testing.T) {
@@ -45,7 +47,7 @@ func TestLayoutNames(t *testing.T) {
 			}
 			for _, c := range []struct {
 				name string
-				kind Kind
+				kind ChunkKind
 			}{{tt.wantPayload, KindPayload}, {tt.wantSidecar, KindSidecar}, {tt.wantPayload + ".tmp", KindPayloadTmp}, {tt.wantSidecar + ".tmp", KindSidecarTmp}} {
 				if c.name == "" || c.name == ".tmp" {
 					continue
@@ -118,9 +120,9 @@ func TestLayoutInvalid(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := NewLayout(tt.pattern, tt.depth, tt.width, tt.pay, tt.meta)
-			var oe *OptionError
-			if !errors.As(err, &oe) || !errors.Is(err, ErrInvalidOption) {
-				t.Fatalf("err = %v, want *OptionError", err)
+			var oe *option.Error
+			if !errors.As(err, &oe) || !errors.Is(err, option.ErrInvalid) {
+				t.Fatalf("err = %v, want *option.Error", err)
 			}
 			if oe.Field != tt.wantField {
 				t.Errorf("field = %q, want %q (%v)", oe.Field, tt.wantField, err)

@@ -3,67 +3,109 @@ package core
 import (
 	"io/fs"
 	"net/url"
+	"slices"
 	"time"
+
+	"github.com/mqb-project/mqb/core/option"
 )
 
-// Fsync policies.
+// FsyncPolicy says when a producer or a consumer flushes its writes and
+// deletes to stable storage (the fsync option).
+type FsyncPolicy string
+
+// The fsync policies.
 const (
-	FsyncNone  = "none"
-	FsyncBatch = "batch"
-	FsyncChunk = "chunk"
+	FsyncNone  FsyncPolicy = "none"  // never: survives a process crash, not a power cut
+	FsyncBatch FsyncPolicy = "batch" // once per batch
+	FsyncChunk FsyncPolicy = "chunk" // after every chunk
 )
 
-// emit_done values.
+// FsyncPolicies lists every fsync policy, in the order the reference shows.
+var FsyncPolicies = []FsyncPolicy{FsyncNone, FsyncBatch, FsyncChunk}
+
+// Valid reports whether p is one of FsyncPolicies.
+func (p FsyncPolicy) Valid() bool { return slices.Contains(FsyncPolicies, p) }
+
+// EmitDone says when a producer writes the DONE sentinel as it closes (the
+// emit_done option).
+type EmitDone string
+
+// The emit_done values.
 const (
-	EmitNever   = "never"
-	EmitSuccess = "success"
-	EmitAlways  = "always"
+	EmitNever   EmitDone = "never"
+	EmitSuccess EmitDone = "success"
+	EmitAlways  EmitDone = "always"
 )
 
-// bad_sidecar values.
+// EmitDoneValues lists every emit_done value.
+var EmitDoneValues = []EmitDone{EmitNever, EmitSuccess, EmitAlways}
+
+// Valid reports whether e is one of EmitDoneValues.
+func (e EmitDone) Valid() bool { return slices.Contains(EmitDoneValues, e) }
+
+// BadSidecar says what a consumer does with a sidecar it cannot parse (the
+// bad_sidecar option).
+type BadSidecar string
+
+// The bad_sidecar values.
 const (
-	BadSidecarFail    = "fail"
-	BadSidecarDeliver = "deliver"
+	BadSidecarFail    BadSidecar = "fail"
+	BadSidecarDeliver BadSidecar = "deliver"
 )
+
+// BadSidecarValues lists every bad_sidecar value.
+var BadSidecarValues = []BadSidecar{BadSidecarFail, BadSidecarDeliver}
+
+// Valid reports whether b is one of BadSidecarValues.
+func (b BadSidecar) Valid() bool { return slices.Contains(BadSidecarValues, b) }
+
+// enum returns the values of an enumeration as the option table lists them.
+func enum[T ~string](values []T) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = string(v)
+	}
+	return out
+}
 
 // SpoolSchema is the option table of the directory spool. Every field has the
 // same name as a URL query parameter and under dir_spool: in YAML.
-var SpoolSchema = &Schema{
+var SpoolSchema = &option.Schema{
 	Name: "dir_spool",
-	Fields: []Field{
-		{Name: "path", Type: TypeString, Required: true,
+	Fields: []option.Field{
+		{Name: "path", Type: option.TypeString, Required: true,
 			Doc: "Absolute path of the spool directory. In a URL it is the URL path, never a query parameter."},
-		{Name: "naming_pattern", Type: TypeString, Default: "{seq:09}",
+		{Name: "naming_pattern", Type: option.TypeString, Default: "{seq:09}",
 			Doc: "File name pattern. Must start with {seq:N}: the sequence number zero-padded to N digits (1-19); literal text may follow. The producer stops with an error rather than exceed N digits."},
-		{Name: "payload_extension", Type: TypeString, Default: ".bin",
+		{Name: "payload_extension", Type: option.TypeString, Default: ".bin",
 			Doc: "Suffix of payload files. Only changes names and which files a consumer picks up, never how payloads are parsed."},
-		{Name: "metadata_extension", Type: TypeString, Default: ".json",
+		{Name: "metadata_extension", Type: option.TypeString, Default: ".json",
 			Doc: "Suffix of the JSON metadata sidecars. Empty: no sidecars are written, and none are read."},
-		{Name: "shard_depth", Type: TypeInt, Default: "0", Min: 0, Max: 18,
+		{Name: "shard_depth", Type: option.TypeInt, Default: "0", Min: 0, Max: 18,
 			Doc: "Number of directory levels made from the leading sequence digits. 0 keeps every chunk in the spool directory."},
-		{Name: "shard_width", Type: TypeInt, Default: "3", Min: 1, Max: 18,
+		{Name: "shard_width", Type: option.TypeInt, Default: "3", Min: 1, Max: 18,
 			Doc: "Digits per shard directory. shard_depth*shard_width must be less than N."},
-		{Name: "fsync", Type: TypeEnum, Default: FsyncChunk, Enum: []string{FsyncNone, FsyncBatch, FsyncChunk},
+		{Name: "fsync", Type: option.TypeEnum, Default: string(FsyncChunk), Enum: enum(FsyncPolicies),
 			Doc: "When writes and deletes are flushed to stable storage: after every chunk, once per batch, or never (survives a process crash, not a power cut)."},
-		{Name: "atomic", Type: TypeBool, Default: "true",
+		{Name: "atomic", Type: option.TypeBool, Default: "true",
 			Doc: "Write each file under a .tmp name and rename it into place, so readers never see a partial chunk. false writes final names directly."},
-		{Name: "emit_done", Type: TypeEnum, Default: EmitNever, Enum: []string{EmitNever, EmitSuccess, EmitAlways},
+		{Name: "emit_done", Type: option.TypeEnum, Default: string(EmitNever), Enum: enum(EmitDoneValues),
 			Doc: "When a producer writes the DONE sentinel as it closes: never, only after a successful run, or always (recording the status)."},
-		{Name: "stop_on_done", Type: TypeBool, Default: "false",
+		{Name: "stop_on_done", Type: option.TypeBool, Default: "false",
 			Doc: "A consumer ends once DONE exists, no payload is left and nothing is in flight."},
-		{Name: "drain_on_read", Type: TypeBool, Default: "true",
+		{Name: "drain_on_read", Type: option.TypeBool, Default: "true",
 			Doc: "A consumer deletes each chunk once its message is acknowledged. false reads without deleting and without a CONSUMER claim."},
-		{Name: "claims", Type: TypeBool, Default: "true",
+		{Name: "claims", Type: option.TypeBool, Default: "true",
 			Doc: "Take the PRODUCER and CONSUMER claims. Disabling them is unsafe: two producers can collide and two consumers can deliver duplicates."},
-		{Name: "bad_sidecar", Type: TypeEnum, Default: BadSidecarFail, Enum: []string{BadSidecarFail, BadSidecarDeliver},
+		{Name: "bad_sidecar", Type: option.TypeEnum, Default: string(BadSidecarFail), Enum: enum(BadSidecarValues),
 			Doc: "What a consumer does with a sidecar it cannot parse: stop with an error naming the file, or deliver the payload with empty metadata."},
-		{Name: "poll_interval", Type: TypeDuration, Default: "250ms",
+		{Name: "poll_interval", Type: option.TypeDuration, Default: "250ms",
 			Doc: "How often a waiting consumer looks for new chunks. Backends with wake-ups (inotify) react at once and poll only as a safety net."},
-		{Name: "backend", Type: TypeString, Default: "os",
+		{Name: "backend", Type: option.TypeString, Default: "os",
 			Doc: "Filesystem backend: os (the real filesystem), memfs (in-process memory), or a name registered by a library user."},
-		{Name: "file_mode", Type: TypeFileMode, Default: "0600",
+		{Name: "file_mode", Type: option.TypeFileMode, Default: "0600",
 			Doc: "Permission bits of files the spool creates (os backend)."},
-		{Name: "dir_mode", Type: TypeFileMode, Default: "0700",
+		{Name: "dir_mode", Type: option.TypeFileMode, Default: "0700",
 			Doc: "Permission bits of directories the spool creates (os backend)."},
 	},
 }
@@ -78,13 +120,13 @@ type Options struct {
 	MetadataExt   string
 	ShardDepth    int
 	ShardWidth    int
-	Fsync         string
+	Fsync         FsyncPolicy
 	Atomic        bool
-	EmitDone      string
+	EmitDone      EmitDone
 	StopOnDone    bool
 	DrainOnRead   bool
 	Claims        bool
-	BadSidecar    string
+	BadSidecar    BadSidecar
 	PollInterval  time.Duration
 	Backend       string
 	FileMode      fs.FileMode
@@ -114,7 +156,7 @@ func DefaultOptions(path string) Options {
 
 // OptionsFromValues converts decoded values into Options and validates the
 // combination.
-func OptionsFromValues(v *Values) (Options, error) {
+func OptionsFromValues(v *option.Values) (Options, error) {
 	o := Options{
 		Path:          v.String("path"),
 		NamingPattern: v.String("naming_pattern"),
@@ -122,13 +164,13 @@ func OptionsFromValues(v *Values) (Options, error) {
 		MetadataExt:   v.String("metadata_extension"),
 		ShardDepth:    v.Int("shard_depth"),
 		ShardWidth:    v.Int("shard_width"),
-		Fsync:         v.String("fsync"),
+		Fsync:         FsyncPolicy(v.String("fsync")),
 		Atomic:        v.Bool("atomic"),
-		EmitDone:      v.String("emit_done"),
+		EmitDone:      EmitDone(v.String("emit_done")),
 		StopOnDone:    v.Bool("stop_on_done"),
 		DrainOnRead:   v.Bool("drain_on_read"),
 		Claims:        v.Bool("claims"),
-		BadSidecar:    v.String("bad_sidecar"),
+		BadSidecar:    BadSidecar(v.String("bad_sidecar")),
 		PollInterval:  v.Duration("poll_interval"),
 		Backend:       v.String("backend"),
 		FileMode:      fs.FileMode(v.FileMode("file_mode")),
@@ -140,10 +182,10 @@ func OptionsFromValues(v *Values) (Options, error) {
 // Validate checks the combination of options.
 func (o Options) Validate() error {
 	if o.Path == "" {
-		return &OptionError{Field: "path", Msg: "is required"}
+		return &option.Error{Field: "path", Msg: "is required"}
 	}
 	if o.PollInterval <= 0 {
-		return &OptionError{Field: "poll_interval", Value: o.PollInterval.String(), Msg: "must be positive"}
+		return &option.Error{Field: "poll_interval", Value: o.PollInterval.String(), Msg: "must be positive"}
 	}
 	if err := o.Bounds.Validate(); err != nil {
 		return err
@@ -166,7 +208,7 @@ var SpoolSchemes = []string{"dir-spool", "spool", "dirspool"}
 func ParseURL(raw string) (Options, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return Options{}, &OptionError{Field: "url", Value: raw, Msg: err.Error()}
+		return Options{}, &option.Error{Field: "url", Value: raw, Msg: err.Error()}
 	}
 	return OptionsFromURL(u)
 }
@@ -178,23 +220,23 @@ func OptionsFromURL(u *url.URL) (Options, error) {
 		known = known || u.Scheme == s
 	}
 	if !known {
-		return Options{}, &OptionError{Field: "scheme", Value: u.Scheme, Msg: "not a directory spool URL", Valid: SpoolSchemes}
+		return Options{}, &option.Error{Field: "scheme", Value: u.Scheme, Msg: "not a directory spool URL", Valid: SpoolSchemes}
 	}
 	if u.Host != "" {
-		return Options{}, &OptionError{Field: "path", Value: u.Host + u.Path,
+		return Options{}, &option.Error{Field: "path", Value: u.Host + u.Path,
 			Msg: "must be absolute: write three slashes, as in dir-spool:///var/spool/orders"}
 	}
 	if u.Opaque != "" || u.Path == "" || u.Path[0] != '/' {
-		return Options{}, &OptionError{Field: "path", Value: u.Opaque + u.Path, Msg: "must be an absolute path, as in dir-spool:///var/spool/orders"}
+		return Options{}, &option.Error{Field: "path", Value: u.Opaque + u.Path, Msg: "must be an absolute path, as in dir-spool:///var/spool/orders"}
 	}
 	q := u.Query()
 	if _, ok := q["path"]; ok {
-		return Options{}, &OptionError{Field: "path", Msg: "comes from the URL path, not a query parameter"}
+		return Options{}, &option.Error{Field: "path", Msg: "comes from the URL path, not a query parameter"}
 	}
 	m := make(map[string]any, len(q)+1)
 	for k, vs := range q {
 		if len(vs) > 1 {
-			return Options{}, &OptionError{Field: k, Msg: "given more than once"}
+			return Options{}, &option.Error{Field: k, Msg: "given more than once"}
 		}
 		m[k] = vs[0]
 	}

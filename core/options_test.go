@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mqb-project/mqb/core/option"
 )
 
 func TestParseURLDefaults(t *testing.T) {
@@ -92,9 +94,9 @@ func TestBadOptions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {
 			_, err := ParseURL(tt.url)
-			var oe *OptionError
-			if !errors.As(err, &oe) || !errors.Is(err, ErrInvalidOption) {
-				t.Fatalf("err = %v, want *OptionError", err)
+			var oe *option.Error
+			if !errors.As(err, &oe) || !errors.Is(err, option.ErrInvalid) {
+				t.Fatalf("err = %v, want *option.Error", err)
 			}
 			if oe.Field != tt.wantField || !strings.Contains(err.Error(), tt.wantText) {
 				t.Fatalf("err = %q (field %q), want field %q mentioning %q", err, oe.Field, tt.wantField, tt.wantText)

@@ -20,7 +20,7 @@ type Producer struct {
 	fsys   FS
 	opts   Options
 	layout *Layout
-	claim  *claim
+	claim  *roleClaim
 
 	next     uint64 // next sequence to assign
 	reserved uint64 // high-water mark recorded in PRODUCER; next never passes it unrecorded

@@ -9,8 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mqb-project/mqb/core/option"
+
 	"github.com/mqb-project/mqb/core"
-	"github.com/mqb-project/mqb/core/schemadoc"
+	"github.com/mqb-project/mqb/core/option/schemadoc"
 )
 
 // update rewrites the generated part of docs/reference/dir-spool.md:
@@ -72,7 +74,7 @@ func spoolURL(query string) string {
 	return "dir-spool://" + exampleSpool + "?" + query
 }
 
-func referenceURL(f core.Field, value string) string {
+func referenceURL(f option.Field, value string) string {
 	if f.Name == "path" {
 		return "dir-spool://" + value
 	}
@@ -126,9 +128,9 @@ func TestReferencePage(t *testing.T) {
 	for _, r := range refusedSettings {
 		u := spoolURL(r.setting)
 		_, err := core.ParseURL(u)
-		var oe *core.OptionError
-		if !errors.As(err, &oe) || !errors.Is(err, core.ErrInvalidOption) {
-			t.Errorf("%s: err = %v, want an *OptionError", u, err)
+		var oe *option.Error
+		if !errors.As(err, &oe) || !errors.Is(err, option.ErrInvalid) {
+			t.Errorf("%s: err = %v, want an *option.Error", u, err)
 			continue
 		}
 		if oe.Field != r.field {

@@ -36,11 +36,11 @@ func produce(t testing.TB, fsys FS, o Options, payloads ...string) *Producer {
 	return p
 }
 
-func readN(t testing.TB, c *Consumer, max int) []*Delivery {
+func readN(t testing.TB, c *Consumer, limit int) []*Delivery {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	ds, err := c.Read(ctx, max)
+	ds, err := c.Read(ctx, limit)
 	if err != nil {
 		t.Fatalf("Read: %v", err)
 	}

@@ -71,7 +71,7 @@ func Handoff(ctx context.Context, cfg HandoffConfig) (HandoffResult, error) {
 		cfg.Count = 200
 	}
 	if cfg.Fsync == "" {
-		cfg.Fsync = core.FsyncChunk
+		cfg.Fsync = string(core.FsyncChunk)
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 250 * time.Millisecond

@@ -49,7 +49,7 @@ func DefaultConfig(dir string) Config {
 	return Config{
 		Dir:        dir,
 		Ops:        []string{OpProduce, OpConsume},
-		Fsync:      []string{core.FsyncNone, core.FsyncBatch, core.FsyncChunk},
+		Fsync:      []string{string(core.FsyncNone), string(core.FsyncBatch), string(core.FsyncChunk)},
 		BatchSizes: []int{1, 16, 256},
 		Sizes:      []int{1 << 10},
 		Sidecars:   []bool{true},

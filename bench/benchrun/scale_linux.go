@@ -70,7 +70,7 @@ func Scale(ctx context.Context, cfg ScaleConfig) ([]ScaleResult, error) {
 		cfg.PayloadBytes = 1 << 10
 	}
 	if cfg.Fsync == "" {
-		cfg.Fsync = core.FsyncBatch
+		cfg.Fsync = string(core.FsyncBatch)
 	}
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 256

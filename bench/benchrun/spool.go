@@ -53,7 +53,7 @@ func openFS(backend, dir string) (*spoolFS, error) {
 // spoolOptions returns the options of a case's spool at dir.
 func spoolOptions(dir, fsync, layout string, sidecar bool) core.Options {
 	o := core.DefaultOptions(dir)
-	o.Fsync = fsync
+	o.Fsync = core.FsyncPolicy(fsync)
 	if !sidecar {
 		o.MetadataExt = ""
 	}
@@ -77,7 +77,7 @@ func sampleSidecar() []byte {
 	}
 	defer os.RemoveAll(dir)
 	fsys := memfs.New()
-	o := spoolOptions(dir, core.FsyncNone, LayoutFlat, true)
+	o := spoolOptions(dir, string(core.FsyncNone), LayoutFlat, true)
 	o.Claims = false
 	p, err := core.OpenProducer(fsys, o)
 	if err == nil {

@@ -38,7 +38,7 @@ func (c Case) validate() error {
 	switch {
 	case c.Op != OpProduce && c.Op != OpConsume:
 		return fmt.Errorf("op %q: must be %s or %s", c.Op, OpProduce, OpConsume)
-	case c.Fsync != core.FsyncNone && c.Fsync != core.FsyncBatch && c.Fsync != core.FsyncChunk:
+	case !core.FsyncPolicy(c.Fsync).Valid():
 		return fmt.Errorf("fsync %q: must be none, batch or chunk", c.Fsync)
 	case c.BatchSize < 1:
 		return fmt.Errorf("batch size %d: must be at least 1", c.BatchSize)
@@ -101,7 +101,7 @@ func NewTrial(dir string, c Case) (t *Trial, err error) {
 		side = sampleSidecar()
 	}
 	strategies := []string{RawPerFile}
-	if c.Op == OpProduce && c.Fsync == core.FsyncBatch {
+	if c.Op == OpProduce && c.Fsync == string(core.FsyncBatch) {
 		strategies = []string{RawPerFile, RawConcurrent, RawSyncfs}
 	}
 	for i, s := range strategies {

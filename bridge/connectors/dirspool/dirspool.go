@@ -24,6 +24,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mqb-project/mqb/core/option"
+
 	"github.com/mqb-project/mqb/bridge"
 	"github.com/mqb-project/mqb/core"
 )
@@ -45,11 +47,11 @@ func init() { Register(bridge.DefaultEnv) }
 
 func urlFields(u *url.URL) (map[string]any, error) {
 	if u.Host != "" {
-		return nil, &core.OptionError{Field: "path", Value: u.Host + u.Path,
+		return nil, &option.Error{Field: "path", Value: u.Host + u.Path,
 			Msg: fmt.Sprintf("must be absolute: write three slashes, as in %s:///var/spool/orders", u.Scheme)}
 	}
 	if u.Opaque != "" || u.Path == "" || u.Path[0] != '/' {
-		return nil, &core.OptionError{Field: "path", Value: u.Opaque + u.Path,
+		return nil, &option.Error{Field: "path", Value: u.Opaque + u.Path,
 			Msg: fmt.Sprintf("must be an absolute path, as in %s:///var/spool/orders", u.Scheme)}
 	}
 	return bridge.PathFields(u)
@@ -57,20 +59,20 @@ func urlFields(u *url.URL) (map[string]any, error) {
 
 // Options decodes and checks the spool options of an endpoint: the core
 // validation plus an absolute path and a registered backend.
-func Options(env *bridge.Env, v *core.Values) (core.Options, error) {
+func Options(env *bridge.Env, v *option.Values) (core.Options, error) {
 	o, err := core.OptionsFromValues(v)
 	if err != nil {
 		return o, err
 	}
 	if !filepath.IsAbs(o.Path) {
-		return o, &core.OptionError{Field: "path", Value: o.Path, Msg: "must be an absolute path, such as /var/spool/orders"}
+		return o, &option.Error{Field: "path", Value: o.Path, Msg: "must be an absolute path, such as /var/spool/orders"}
 	}
 	o.Path = filepath.Clean(o.Path)
 	return o, env.CheckBackend(o.Backend)
 }
 
 // NewSource returns a spool consumer as a source.
-func NewSource(env *bridge.Env, v *core.Values) (bridge.Source, error) {
+func NewSource(env *bridge.Env, v *option.Values) (bridge.Source, error) {
 	o, err := Options(env, v)
 	if err != nil {
 		return nil, err
@@ -143,8 +145,8 @@ func (s *Source) Connect(ctx context.Context) error {
 }
 
 // ReadBatch returns the next chunks in order, nacked ones first.
-func (s *Source) ReadBatch(ctx context.Context, max int) ([]*bridge.Message, bridge.AckFunc, error) {
-	ds, err := s.c.Read(ctx, max)
+func (s *Source) ReadBatch(ctx context.Context, limit int) ([]*bridge.Message, bridge.AckFunc, error) {
+	ds, err := s.c.Read(ctx, limit)
 	if err != nil {
 		if errors.Is(err, core.ErrEnd) {
 			return nil, nil, bridge.ErrEndOfInput
@@ -212,7 +214,7 @@ func backlog(fsys core.FS, o core.Options) (int64, error) {
 }
 
 // NewTarget returns a spool producer as a target.
-func NewTarget(env *bridge.Env, v *core.Values) (bridge.Target, error) {
+func NewTarget(env *bridge.Env, v *option.Values) (bridge.Target, error) {
 	o, err := Options(env, v)
 	if err != nil {
 		return nil, err

@@ -44,36 +44,37 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mqb-project/mqb/core/option"
+
 	"github.com/mqb-project/mqb/bridge"
 	"github.com/mqb-project/mqb/bridge/internal/records"
-	"github.com/mqb-project/mqb/core"
 )
 
 // Schema is the option table of the drop-zone connector.
-var Schema = &core.Schema{
+var Schema = &option.Schema{
 	Name: "dropzone",
-	Fields: []core.Field{
-		{Name: "path", Type: core.TypeString, Required: true,
+	Fields: []option.Field{
+		{Name: "path", Type: option.TypeString, Required: true,
 			Doc: "Absolute path of the drop-zone directory. In a URL it is the URL path (dropzone:///data/incoming)."},
 		records.FormatField(records.Lines),
 		records.DelimiterField,
 		records.ContentTypeField,
 		records.SourceField(""),
-		{Name: "pattern", Type: core.TypeString, Default: "*",
+		{Name: "pattern", Type: option.TypeString, Default: "*",
 			Doc: "Source: glob (path.Match) that file names must match to be read. Hidden names and names ending in .tmp, .part or .partial are never read."},
-		{Name: "poll_interval", Type: core.TypeDuration, Default: "1s",
+		{Name: "poll_interval", Type: option.TypeDuration, Default: "1s",
 			Doc: "Source: how often the directory is listed for new files."},
-		{Name: "state_path", Type: core.TypeString,
+		{Name: "state_path", Type: option.TypeString,
 			Doc: "Source: absolute path of the progress file (default: .mqb-dropzone-state.json in the directory)."},
-		{Name: "roll_count", Type: core.TypeInt, Default: "1000", Min: 1,
+		{Name: "roll_count", Type: option.TypeInt, Default: "1000", Min: 1,
 			Doc: "Target: most records per file."},
-		{Name: "roll_interval", Type: core.TypeDuration, Default: "10s",
+		{Name: "roll_interval", Type: option.TypeDuration, Default: "10s",
 			Doc: "Target: a file is published at most this long after its first record (0: only when roll_count is reached or the route ends)."},
-		{Name: "prefix", Type: core.TypeString,
+		{Name: "prefix", Type: option.TypeString,
 			Doc: "Target: text at the start of each file name; names then carry a UTC timestamp and a counter, so they sort in write order."},
-		{Name: "extension", Type: core.TypeString,
+		{Name: "extension", Type: option.TypeString,
 			Doc: "Target: file name extension (default by format: .jsonl, .csv, .txt, .bin)."},
-		{Name: "file_mode", Type: core.TypeFileMode, Default: "0600",
+		{Name: "file_mode", Type: option.TypeFileMode, Default: "0600",
 			Doc: "Target: permission bits of the files it writes (less the umask)."},
 	},
 }
@@ -107,7 +108,7 @@ func ignored(name string) bool {
 }
 
 // NewSource returns a drop-zone source.
-func NewSource(env *bridge.Env, v *core.Values) (bridge.Source, error) {
+func NewSource(env *bridge.Env, v *option.Values) (bridge.Source, error) {
 	dir, err := records.AbsPath(v)
 	if err != nil {
 		return nil, err
@@ -118,17 +119,17 @@ func NewSource(env *bridge.Env, v *core.Values) (bridge.Source, error) {
 	}
 	pattern := v.String("pattern")
 	if _, err := path.Match(pattern, ""); err != nil {
-		return nil, &core.OptionError{Field: "pattern", Value: pattern, Msg: "is not a valid glob pattern"}
+		return nil, &option.Error{Field: "pattern", Value: pattern, Msg: "is not a valid glob pattern"}
 	}
 	poll := v.Duration("poll_interval")
 	if poll <= 0 {
-		return nil, &core.OptionError{Field: "poll_interval", Value: poll.String(), Msg: "must be positive"}
+		return nil, &option.Error{Field: "poll_interval", Value: poll.String(), Msg: "must be positive"}
 	}
 	state := v.String("state_path")
 	if state == "" {
 		state = filepath.Join(dir, DefaultStateFile)
 	} else if !filepath.IsAbs(state) {
-		return nil, &core.OptionError{Field: "state_path", Value: state, Msg: "must be an absolute path"}
+		return nil, &option.Error{Field: "state_path", Value: state, Msg: "must be an absolute path"}
 	}
 	s := &Source{
 		env: env, dir: dir, format: v.String("format"), delim: d, pattern: pattern, poll: poll,
@@ -505,7 +506,7 @@ func syncDir(dir string) error {
 }
 
 // NewTarget returns a drop-zone target.
-func NewTarget(env *bridge.Env, v *core.Values) (bridge.Target, error) {
+func NewTarget(env *bridge.Env, v *option.Values) (bridge.Target, error) {
 	dir, err := records.AbsPath(v)
 	if err != nil {
 		return nil, err
@@ -520,13 +521,13 @@ func NewTarget(env *bridge.Env, v *core.Values) (bridge.Target, error) {
 		prefix: v.String("prefix"), ext: v.String("extension"), mode: fs.FileMode(v.FileMode("file_mode")),
 	}
 	if strings.ContainsAny(t.prefix, "/\x00") || strings.HasPrefix(t.prefix, ".") {
-		return nil, &core.OptionError{Field: "prefix", Value: t.prefix, Msg: "must not contain '/' or start with '.'"}
+		return nil, &option.Error{Field: "prefix", Value: t.prefix, Msg: "must not contain '/' or start with '.'"}
 	}
 	if t.ext == "" {
 		t.ext = records.Extension(t.format)
 	}
 	if strings.ContainsAny(t.ext, "/\x00") || ignored("x"+t.ext) {
-		return nil, &core.OptionError{Field: "extension", Value: t.ext, Msg: "must not contain '/' nor be .tmp, .part or .partial"}
+		return nil, &option.Error{Field: "extension", Value: t.ext, Msg: "must not contain '/' nor be .tmp, .part or .partial"}
 	}
 	if t.format == records.Raw {
 		t.rollCount = 1

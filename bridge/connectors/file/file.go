@@ -27,24 +27,25 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/mqb-project/mqb/core/option"
+
 	"github.com/mqb-project/mqb/bridge"
 	"github.com/mqb-project/mqb/bridge/internal/records"
-	"github.com/mqb-project/mqb/core"
 )
 
 // Schema is the option table of the file connector.
-var Schema = &core.Schema{
+var Schema = &option.Schema{
 	Name: "file",
-	Fields: []core.Field{
-		{Name: "path", Type: core.TypeString, Required: true,
+	Fields: []option.Field{
+		{Name: "path", Type: option.TypeString, Required: true,
 			Doc: "Absolute path of the file. In a URL it is the URL path (file:///data/orders.jsonl)."},
 		records.FormatField(records.Lines),
 		records.DelimiterField,
 		records.ContentTypeField,
 		records.SourceField(""),
-		{Name: "append", Type: core.TypeBool, Default: "true",
+		{Name: "append", Type: option.TypeBool, Default: "true",
 			Doc: "Target: add to the end of an existing file. false empties the file when the route starts."},
-		{Name: "file_mode", Type: core.TypeFileMode, Default: "0600",
+		{Name: "file_mode", Type: option.TypeFileMode, Default: "0600",
 			Doc: "Target: permission bits of a file it creates (less the umask)."},
 	},
 }
@@ -68,7 +69,7 @@ type config struct {
 	delim                             rune
 }
 
-func configFrom(v *core.Values) (config, error) {
+func configFrom(v *option.Values) (config, error) {
 	p, err := records.AbsPath(v)
 	if err != nil {
 		return config{}, err
@@ -88,7 +89,7 @@ func configFrom(v *core.Values) (config, error) {
 }
 
 // NewSource returns a source reading the records of the file v names.
-func NewSource(env *bridge.Env, v *core.Values) (bridge.Source, error) {
+func NewSource(env *bridge.Env, v *option.Values) (bridge.Source, error) {
 	c, err := configFrom(v)
 	if err != nil {
 		return nil, err
@@ -136,16 +137,16 @@ func (s *source) Connect(ctx context.Context) error {
 	return nil
 }
 
-func (s *source) ReadBatch(ctx context.Context, max int) ([]*bridge.Message, bridge.AckFunc, error) {
+func (s *source) ReadBatch(ctx context.Context, limit int) ([]*bridge.Message, bridge.AckFunc, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	n := min(max, len(s.retry))
+	n := min(limit, len(s.retry))
 	out := append([]*bridge.Message(nil), s.retry[:n]...)
 	s.retry = s.retry[n:]
-	for len(out) < max && s.err == nil && !s.eof {
+	for len(out) < limit && s.err == nil && !s.eof {
 		rec, err := s.rd.Next()
 		if errors.Is(err, io.EOF) {
 			s.eof = true
@@ -190,7 +191,7 @@ func (s *source) Close(ctx context.Context) error {
 }
 
 // NewTarget returns a target appending records to the file v names.
-func NewTarget(env *bridge.Env, v *core.Values) (bridge.Target, error) {
+func NewTarget(env *bridge.Env, v *option.Values) (bridge.Target, error) {
 	c, err := configFrom(v)
 	if err != nil {
 		return nil, err

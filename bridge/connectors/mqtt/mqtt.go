@@ -18,11 +18,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mqb-project/mqb/core/option"
+
 	paho "github.com/eclipse/paho.mqtt.golang"
 	"github.com/eclipse/paho.mqtt.golang/packets"
 
 	"github.com/mqb-project/mqb/bridge"
-	"github.com/mqb-project/mqb/core"
 )
 
 // Name is the connector's YAML key.
@@ -35,36 +36,36 @@ const DefaultDrainIdle = 2 * time.Second
 // Schema is the option table of the MQTT source and target. In a URL the
 // host and port become broker, the user info username and password, and the
 // mqtts scheme sets tls.
-var Schema = &core.Schema{
+var Schema = &option.Schema{
 	Name: Name,
-	Fields: []core.Field{
-		{Name: "broker", Type: core.TypeString, Required: true,
+	Fields: []option.Field{
+		{Name: "broker", Type: option.TypeString, Required: true,
 			Doc: "host:port of the broker (port 1883, or 8883 with tls, when omitted)."},
-		{Name: "tls", Type: core.TypeBool, Default: "false", Doc: "Connect with TLS (the mqtts:// scheme sets it)."},
-		{Name: "username", Type: core.TypeString, Doc: "User name (the URL's user info)."},
-		{Name: "password", Type: core.TypeString, Doc: "Password (the URL's user info). Never printed."},
-		{Name: "topic", Type: core.TypeString, Required: true,
+		{Name: "tls", Type: option.TypeBool, Default: "false", Doc: "Connect with TLS (the mqtts:// scheme sets it)."},
+		{Name: "username", Type: option.TypeString, Doc: "User name (the URL's user info)."},
+		{Name: "password", Type: option.TypeString, Doc: "Password (the URL's user info). Never printed."},
+		{Name: "topic", Type: option.TypeString, Required: true,
 			Doc: "Source: the topic filter to subscribe to (+ and # allowed). Target: the topic to publish to."},
-		{Name: "qos", Type: core.TypeInt, Default: "1", Min: 0, Max: 2,
+		{Name: "qos", Type: option.TypeInt, Default: "1", Min: 0, Max: 2,
 			Doc: "Quality of service of the subscription or of the published messages. 0 gives no delivery guarantee."},
-		{Name: "client_id", Type: core.TypeString,
+		{Name: "client_id", Type: option.TypeString,
 			Doc: "MQTT client identifier. The broker keeps a session per client_id; a source must keep the same one across restarts to get its unacknowledged messages again. Source default: derived from this host, the broker and the topic. Target default: a random id with a clean session."},
-		{Name: "clean_session", Type: core.TypeBool, Default: "false",
+		{Name: "clean_session", Type: option.TypeBool, Default: "false",
 			Doc: "Start a new session on every connection. Keep false on a source: with true, messages that were not acknowledged when the connection dropped are lost."},
-		{Name: "retained", Type: core.TypeBool, Default: "false", Doc: "Target: publish with the retain flag."},
-		{Name: "idle_timeout", Type: core.TypeDuration, Default: "0s",
+		{Name: "retained", Type: option.TypeBool, Default: "false", Doc: "Target: publish with the retain flag."},
+		{Name: "idle_timeout", Type: option.TypeDuration, Default: "0s",
 			Doc: "Source: end the route after this long without a message. With --drain it defaults to 2s, since a broker has no end of input; without --drain the source waits forever unless this is set."},
-		{Name: "connect_timeout", Type: core.TypeDuration, Default: "30s",
+		{Name: "connect_timeout", Type: option.TypeDuration, Default: "30s",
 			Doc: "How long the first connection may take, retries included, before the route fails."},
-		{Name: "write_timeout", Type: core.TypeDuration, Default: "30s",
+		{Name: "write_timeout", Type: option.TypeDuration, Default: "30s",
 			Doc: "Target: how long a batch waits for the broker's acknowledgements before the write fails and is retried."},
-		{Name: "keep_alive", Type: core.TypeDuration, Default: "30s", Doc: "MQTT keep-alive interval."},
-		{Name: "max_reconnect_interval", Type: core.TypeDuration, Default: "10s",
+		{Name: "keep_alive", Type: option.TypeDuration, Default: "30s", Doc: "MQTT keep-alive interval."},
+		{Name: "max_reconnect_interval", Type: option.TypeDuration, Default: "10s",
 			Doc: "Longest wait between two reconnection attempts after the connection is lost."},
-		{Name: "ca_file", Type: core.TypeString, Doc: "PEM file of the certificate authorities that sign the broker's certificate (default: the system's)."},
-		{Name: "cert_file", Type: core.TypeString, Doc: "PEM client certificate, for brokers that authenticate clients by certificate (with key_file)."},
-		{Name: "key_file", Type: core.TypeString, Doc: "PEM private key of cert_file."},
-		{Name: "insecure_skip_verify", Type: core.TypeBool, Default: "false", Doc: "Do not verify the broker's certificate. For tests only."},
+		{Name: "ca_file", Type: option.TypeString, Doc: "PEM file of the certificate authorities that sign the broker's certificate (default: the system's)."},
+		{Name: "cert_file", Type: option.TypeString, Doc: "PEM client certificate, for brokers that authenticate clients by certificate (with key_file)."},
+		{Name: "key_file", Type: option.TypeString, Doc: "PEM private key of cert_file."},
+		{Name: "insecure_skip_verify", Type: option.TypeBool, Default: "false", Doc: "Do not verify the broker's certificate. For tests only."},
 	},
 }
 
@@ -74,8 +75,8 @@ var Connector = &bridge.Connector{
 	Schemes:   []string{"mqtt", "mqtts"},
 	Schema:    Schema,
 	URLFields: urlFields,
-	NewSource: func(env *bridge.Env, v *core.Values) (bridge.Source, error) { return NewSource(env, v) },
-	NewTarget: func(env *bridge.Env, v *core.Values) (bridge.Target, error) { return NewTarget(env, v) },
+	NewSource: func(env *bridge.Env, v *option.Values) (bridge.Source, error) { return NewSource(env, v) },
+	NewTarget: func(env *bridge.Env, v *option.Values) (bridge.Target, error) { return NewTarget(env, v) },
 	Redact:    redact,
 }
 
@@ -90,11 +91,11 @@ func urlFields(u *url.URL) (map[string]any, error) {
 		return nil, err
 	}
 	if u.Path != "" && u.Path != "/" {
-		return nil, &core.OptionError{Field: "topic", Value: u.Path, Msg: "goes in the topic option, not in the URL path (mqtt://host:1883?topic=a/b)"}
+		return nil, &option.Error{Field: "topic", Value: u.Path, Msg: "goes in the topic option, not in the URL path (mqtt://host:1883?topic=a/b)"}
 	}
 	set := func(k string, v any) error {
 		if _, dup := m[k]; dup {
-			return &core.OptionError{Field: k, Msg: "is given both in the URL and as an option"}
+			return &option.Error{Field: k, Msg: "is given both in the URL and as an option"}
 		}
 		m[k] = v
 		return nil
@@ -150,7 +151,7 @@ type config struct {
 	tlsConfig      *tls.Config
 }
 
-func decode(v *core.Values) (*config, error) {
+func decode(v *option.Values) (*config, error) {
 	c := &config{
 		broker:         v.String("broker"),
 		tls:            v.Bool("tls"),
@@ -171,10 +172,10 @@ func decode(v *core.Values) (*config, error) {
 		maxReconnect:   v.Duration("max_reconnect_interval"),
 	}
 	if c.topic == "" {
-		return nil, &core.OptionError{Field: "topic", Msg: "must not be empty"}
+		return nil, &option.Error{Field: "topic", Msg: "must not be empty"}
 	}
 	if c.broker == "" {
-		return nil, &core.OptionError{Field: "broker", Msg: "must name host:port"}
+		return nil, &option.Error{Field: "broker", Msg: "must name host:port"}
 	}
 	if _, _, err := net.SplitHostPort(c.broker); err != nil {
 		port := "1883"
@@ -184,10 +185,10 @@ func decode(v *core.Values) (*config, error) {
 		c.broker = net.JoinHostPort(strings.Trim(c.broker, "[]"), port)
 	}
 	if c.connectTimeout <= 0 {
-		return nil, &core.OptionError{Field: "connect_timeout", Value: "0s", Msg: "must be positive"}
+		return nil, &option.Error{Field: "connect_timeout", Value: "0s", Msg: "must be positive"}
 	}
 	if c.writeTimeout <= 0 {
-		return nil, &core.OptionError{Field: "write_timeout", Value: "0s", Msg: "must be positive"}
+		return nil, &option.Error{Field: "write_timeout", Value: "0s", Msg: "must be positive"}
 	}
 	if c.maxReconnect < time.Second {
 		c.maxReconnect = time.Second
@@ -195,10 +196,10 @@ func decode(v *core.Values) (*config, error) {
 	caFile, certFile, keyFile := v.String("ca_file"), v.String("cert_file"), v.String("key_file")
 	insecure := v.Bool("insecure_skip_verify")
 	if (certFile == "") != (keyFile == "") {
-		return nil, &core.OptionError{Field: "cert_file", Msg: "and key_file must be given together"}
+		return nil, &option.Error{Field: "cert_file", Msg: "and key_file must be given together"}
 	}
 	if !c.tls && (caFile != "" || certFile != "" || insecure) {
-		return nil, &core.OptionError{Field: "tls", Msg: "is needed by ca_file, cert_file, key_file and insecure_skip_verify (use mqtts://)"}
+		return nil, &option.Error{Field: "tls", Msg: "is needed by ca_file, cert_file, key_file and insecure_skip_verify (use mqtts://)"}
 	}
 	if c.tls {
 		host, _, _ := net.SplitHostPort(c.broker)
@@ -206,18 +207,18 @@ func decode(v *core.Values) (*config, error) {
 		if caFile != "" {
 			pem, err := os.ReadFile(caFile)
 			if err != nil {
-				return nil, &core.OptionError{Field: "ca_file", Value: caFile, Msg: err.Error()}
+				return nil, &option.Error{Field: "ca_file", Value: caFile, Msg: err.Error()}
 			}
 			pool := x509.NewCertPool()
 			if !pool.AppendCertsFromPEM(pem) {
-				return nil, &core.OptionError{Field: "ca_file", Value: caFile, Msg: "holds no PEM certificate"}
+				return nil, &option.Error{Field: "ca_file", Value: caFile, Msg: "holds no PEM certificate"}
 			}
 			tc.RootCAs = pool
 		}
 		if certFile != "" {
 			cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 			if err != nil {
-				return nil, &core.OptionError{Field: "cert_file", Value: certFile, Msg: err.Error()}
+				return nil, &option.Error{Field: "cert_file", Value: certFile, Msg: err.Error()}
 			}
 			tc.Certificates = []tls.Certificate{cert}
 		}

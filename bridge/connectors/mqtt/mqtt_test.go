@@ -18,12 +18,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqb-project/mqb/core/option"
+
 	paho "github.com/eclipse/paho.mqtt.golang"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mqb-project/mqb/bridge"
-	"github.com/mqb-project/mqb/core"
 )
 
 // The tests use the machine's Mosquitto (anonymous access) unless
@@ -67,7 +68,7 @@ func unique(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-func resolve(t testing.TB, env *bridge.Env, raw string) *core.Values {
+func resolve(t testing.TB, env *bridge.Env, raw string) *option.Values {
 	t.Helper()
 	r, err := env.Resolve(bridge.Endpoint{URL: raw})
 	require.NoError(t, err)
@@ -178,17 +179,17 @@ func TestURLFields(t *testing.T) {
 	tests := []struct {
 		name    string
 		url     string
-		check   func(t *testing.T, v *core.Values)
+		check   func(t *testing.T, v *option.Values)
 		wantErr string
 	}{
-		{name: "seed example", url: "mqtt://broker.local:1883?topic=telemetry", check: func(t *testing.T, v *core.Values) {
+		{name: "seed example", url: "mqtt://broker.local:1883?topic=telemetry", check: func(t *testing.T, v *option.Values) {
 			assert.Equal(t, "broker.local:1883", v.String("broker"))
 			assert.Equal(t, "telemetry", v.String("topic"))
 			assert.Equal(t, 1, v.Int("qos"))
 			assert.False(t, v.Bool("clean_session"))
 			assert.False(t, v.Bool("tls"))
 		}},
-		{name: "mqtts with credentials", url: "mqtts://u:p%40ss@b:8883?topic=a/%2B/c&qos=2&insecure_skip_verify=true", check: func(t *testing.T, v *core.Values) {
+		{name: "mqtts with credentials", url: "mqtts://u:p%40ss@b:8883?topic=a/%2B/c&qos=2&insecure_skip_verify=true", check: func(t *testing.T, v *option.Values) {
 			assert.True(t, v.Bool("tls"))
 			assert.Equal(t, "u", v.String("username"))
 			assert.Equal(t, "p@ss", v.String("password"))
@@ -205,7 +206,7 @@ func TestURLFields(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r, err := env.Resolve(bridge.Endpoint{URL: tt.url})
 			if tt.wantErr != "" {
-				require.ErrorIs(t, err, core.ErrInvalidOption)
+				require.ErrorIs(t, err, option.ErrInvalid)
 				assert.Contains(t, err.Error(), tt.wantErr)
 				return
 			}
@@ -218,9 +219,9 @@ func TestURLFields(t *testing.T) {
 	assert.Equal(t, "mqtt://user:xxxxx@b:1883?topic=t&password=xxxxx", redact(u))
 
 	_, err := NewTarget(env, resolve(t, env, "mqtt://b?topic=a/%23"))
-	require.ErrorIs(t, err, core.ErrInvalidOption)
+	require.ErrorIs(t, err, option.ErrInvalid)
 	_, err = NewSource(env, resolve(t, env, "mqtt://b?topic=a&ca_file=/x"))
-	require.ErrorIs(t, err, core.ErrInvalidOption)
+	require.ErrorIs(t, err, option.ErrInvalid)
 }
 
 func TestDerivedClientIDIsStable(t *testing.T) {

@@ -12,10 +12,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mqb-project/mqb/core/option"
+
 	paho "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/mqb-project/mqb/bridge"
-	"github.com/mqb-project/mqb/core"
 )
 
 // inboxSize bounds the messages received but not yet read. For QoS 1 and 2
@@ -63,7 +64,7 @@ var (
 var errSourceClosed = errors.New("mqtt source is closed")
 
 // NewSource builds an MQTT source from decoded options.
-func NewSource(env *bridge.Env, v *core.Values) (*Source, error) {
+func NewSource(env *bridge.Env, v *option.Values) (*Source, error) {
 	cfg, err := decode(v)
 	if err != nil {
 		return nil, err
@@ -176,16 +177,16 @@ func (s *Source) receive(_ paho.Client, m paho.Message) {
 	}
 }
 
-// ReadBatch returns up to max messages: first any that were negatively
+// ReadBatch returns up to limit messages: first any that were negatively
 // acknowledged, then what the broker sent, waiting for at least one. It
 // returns bridge.ErrEndOfInput after idle_timeout without a message (2s by
 // default when the route drains), counted only while the source is
 // connected and has no batch unsettled.
-func (s *Source) ReadBatch(ctx context.Context, max int) ([]*bridge.Message, bridge.AckFunc, error) {
-	if max < 1 {
-		max = 1
+func (s *Source) ReadBatch(ctx context.Context, limit int) ([]*bridge.Message, bridge.AckFunc, error) {
+	if limit < 1 {
+		limit = 1
 	}
-	if batch := s.takeRedo(max); len(batch) > 0 {
+	if batch := s.takeRedo(limit); len(batch) > 0 {
 		return s.deliver(batch)
 	}
 	var idleC <-chan time.Time
@@ -202,7 +203,7 @@ func (s *Source) ReadBatch(ctx context.Context, max int) ([]*bridge.Message, bri
 		case m := <-s.inbox:
 			batch = append(batch, s.fromPaho(m))
 		case <-s.redoWake:
-			batch = s.takeRedo(max)
+			batch = s.takeRedo(limit)
 		case <-idleC:
 			if s.inflight.Load() == 0 && s.online.Load() {
 				return nil, nil, bridge.ErrEndOfInput
@@ -216,7 +217,7 @@ func (s *Source) ReadBatch(ctx context.Context, max int) ([]*bridge.Message, bri
 			return nil, nil, errSourceClosed
 		}
 	}
-	for len(batch) < max {
+	for len(batch) < limit {
 		select {
 		case m := <-s.inbox:
 			batch = append(batch, s.fromPaho(m))
@@ -228,10 +229,10 @@ func (s *Source) ReadBatch(ctx context.Context, max int) ([]*bridge.Message, bri
 	return s.deliver(batch)
 }
 
-func (s *Source) takeRedo(max int) []*delivery {
+func (s *Source) takeRedo(limit int) []*delivery {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := min(max, len(s.redo))
+	n := min(limit, len(s.redo))
 	if n == 0 {
 		return nil
 	}

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/mqb-project/mqb/core/option"
+
 	paho "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/mqb-project/mqb/bridge"
-	"github.com/mqb-project/mqb/core"
 )
 
 // Target publishes each message to one topic and reports a batch written
@@ -25,13 +26,13 @@ type Target struct {
 var _ bridge.Target = (*Target)(nil)
 
 // NewTarget builds an MQTT target from decoded options.
-func NewTarget(env *bridge.Env, v *core.Values) (*Target, error) {
+func NewTarget(env *bridge.Env, v *option.Values) (*Target, error) {
 	cfg, err := decode(v)
 	if err != nil {
 		return nil, err
 	}
 	if containsWildcard(cfg.topic) {
-		return nil, &core.OptionError{Field: "topic", Value: cfg.topic, Msg: "a target publishes to one topic: + and # are not allowed"}
+		return nil, &option.Error{Field: "topic", Value: cfg.topic, Msg: "a target publishes to one topic: + and # are not allowed"}
 	}
 	t := &Target{cfg: cfg, clientID: cfg.clientID, clean: cfg.cleanSession, log: env.Logger}
 	if t.log == nil {

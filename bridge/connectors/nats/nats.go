@@ -12,11 +12,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mqb-project/mqb/core/option"
+
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mqb-project/mqb/bridge"
-	"github.com/mqb-project/mqb/core"
 )
 
 // Name is the connector's YAML key.
@@ -29,43 +30,43 @@ const DefaultDrainIdle = 2 * time.Second
 // Schema is the option table of the NATS JetStream source and target. In a
 // URL the host list becomes servers and the user info username and
 // password (or token, when there is no password).
-var Schema = &core.Schema{
+var Schema = &option.Schema{
 	Name: Name,
-	Fields: []core.Field{
-		{Name: "servers", Type: core.TypeString, Required: true,
+	Fields: []option.Field{
+		{Name: "servers", Type: option.TypeString, Required: true,
 			Doc: "Comma-separated host:port list of NATS servers (port 4222 when omitted)."},
-		{Name: "username", Type: core.TypeString, Doc: "User name (the URL's user info)."},
-		{Name: "password", Type: core.TypeString, Doc: "Password (the URL's user info). Never printed."},
-		{Name: "token", Type: core.TypeString, Doc: "Authentication token (a URL user info without password). Never printed."},
-		{Name: "creds_file", Type: core.TypeString, Doc: "NATS credentials file (user JWT and NKey seed)."},
-		{Name: "tls", Type: core.TypeBool, Default: "false", Doc: "Require TLS."},
-		{Name: "ca_file", Type: core.TypeString, Doc: "PEM file of the certificate authorities that sign the servers' certificates."},
-		{Name: "cert_file", Type: core.TypeString, Doc: "PEM client certificate (with key_file)."},
-		{Name: "key_file", Type: core.TypeString, Doc: "PEM private key of cert_file."},
-		{Name: "subject", Type: core.TypeString, Required: true,
+		{Name: "username", Type: option.TypeString, Doc: "User name (the URL's user info)."},
+		{Name: "password", Type: option.TypeString, Doc: "Password (the URL's user info). Never printed."},
+		{Name: "token", Type: option.TypeString, Doc: "Authentication token (a URL user info without password). Never printed."},
+		{Name: "creds_file", Type: option.TypeString, Doc: "NATS credentials file (user JWT and NKey seed)."},
+		{Name: "tls", Type: option.TypeBool, Default: "false", Doc: "Require TLS."},
+		{Name: "ca_file", Type: option.TypeString, Doc: "PEM file of the certificate authorities that sign the servers' certificates."},
+		{Name: "cert_file", Type: option.TypeString, Doc: "PEM client certificate (with key_file)."},
+		{Name: "key_file", Type: option.TypeString, Doc: "PEM private key of cert_file."},
+		{Name: "subject", Type: option.TypeString, Required: true,
 			Doc: "Target: the subject to publish to. Source: the subject filter of the consumer (wildcards allowed)."},
-		{Name: "stream", Type: core.TypeString,
+		{Name: "stream", Type: option.TypeString,
 			Doc: "The stream. Optional when a stream already captures subject; needed by create_stream. A target also checks that its messages land in it."},
-		{Name: "create_stream", Type: core.TypeBool, Default: "false",
+		{Name: "create_stream", Type: option.TypeBool, Default: "false",
 			Doc: "Create the stream (subjects: subject) when it does not exist."},
-		{Name: "storage", Type: core.TypeEnum, Default: "file", Enum: []string{"file", "memory"},
+		{Name: "storage", Type: option.TypeEnum, Default: "file", Enum: []string{"file", "memory"},
 			Doc: "Storage of a stream made by create_stream."},
-		{Name: "duplicate_window", Type: core.TypeDuration, Default: "2m",
+		{Name: "duplicate_window", Type: option.TypeDuration, Default: "2m",
 			Doc: "Deduplication window of a stream made by create_stream: a message id seen within it is stored once."},
-		{Name: "durable", Type: core.TypeString,
+		{Name: "durable", Type: option.TypeString,
 			Doc: "Source: the durable consumer's name. It keeps the position across restarts; required for a source."},
-		{Name: "deliver_policy", Type: core.TypeEnum, Default: "all", Enum: []string{"all", "new", "last"},
+		{Name: "deliver_policy", Type: option.TypeEnum, Default: "all", Enum: []string{"all", "new", "last"},
 			Doc: "Source: where a new durable consumer starts. An existing one keeps its position."},
-		{Name: "ack_wait", Type: core.TypeDuration, Default: "30s",
+		{Name: "ack_wait", Type: option.TypeDuration, Default: "30s",
 			Doc: "Source: how long JetStream waits for an acknowledgement before delivering a message again. Keep it longer than a batch write."},
-		{Name: "max_ack_pending", Type: core.TypeInt, Default: "1000", Min: 1,
+		{Name: "max_ack_pending", Type: option.TypeInt, Default: "1000", Min: 1,
 			Doc: "Source: most messages delivered and not yet acknowledged."},
-		{Name: "idle_timeout", Type: core.TypeDuration, Default: "0s",
+		{Name: "idle_timeout", Type: option.TypeDuration, Default: "0s",
 			Doc: "Source: end the route after this long without a message. With --drain it defaults to 2s; without --drain the source waits forever unless this is set."},
-		{Name: "metadata_headers", Type: core.TypeBool, Default: "true",
+		{Name: "metadata_headers", Type: option.TypeBool, Default: "true",
 			Doc: "Target: send metadata as message headers (keys starting with nats_ are left out). Source: turn headers into metadata."},
-		{Name: "connect_timeout", Type: core.TypeDuration, Default: "10s", Doc: "How long the first connection may take."},
-		{Name: "write_timeout", Type: core.TypeDuration, Default: "30s",
+		{Name: "connect_timeout", Type: option.TypeDuration, Default: "10s", Doc: "How long the first connection may take."},
+		{Name: "write_timeout", Type: option.TypeDuration, Default: "30s",
 			Doc: "Target: how long a batch waits for JetStream's acknowledgements before the write fails and is retried."},
 	},
 }
@@ -76,8 +77,8 @@ var Connector = &bridge.Connector{
 	Schemes:   []string{"nats"},
 	Schema:    Schema,
 	URLFields: urlFields,
-	NewSource: func(env *bridge.Env, v *core.Values) (bridge.Source, error) { return NewSource(env, v) },
-	NewTarget: func(env *bridge.Env, v *core.Values) (bridge.Target, error) { return NewTarget(env, v) },
+	NewSource: func(env *bridge.Env, v *option.Values) (bridge.Source, error) { return NewSource(env, v) },
+	NewTarget: func(env *bridge.Env, v *option.Values) (bridge.Target, error) { return NewTarget(env, v) },
 	Redact:    redact,
 }
 
@@ -92,11 +93,11 @@ func urlFields(u *url.URL) (map[string]any, error) {
 		return nil, err
 	}
 	if u.Path != "" && u.Path != "/" {
-		return nil, &core.OptionError{Field: "subject", Value: u.Path, Msg: "goes in the subject option, not in the URL path (nats://host:4222?subject=a.b)"}
+		return nil, &option.Error{Field: "subject", Value: u.Path, Msg: "goes in the subject option, not in the URL path (nats://host:4222?subject=a.b)"}
 	}
 	set := func(k, v string) error {
 		if _, dup := m[k]; dup {
-			return &core.OptionError{Field: k, Msg: "is given both in the URL and as an option"}
+			return &option.Error{Field: k, Msg: "is given both in the URL and as an option"}
 		}
 		m[k] = v
 		return nil
@@ -150,7 +151,7 @@ type config struct {
 	secrets   []string
 }
 
-func decode(v *core.Values) (*config, error) {
+func decode(v *option.Values) (*config, error) {
 	c := &config{
 		subject:   v.String("subject"),
 		stream:    v.String("stream"),
@@ -175,10 +176,10 @@ func decode(v *core.Values) (*config, error) {
 		}
 		u, err := url.Parse(s)
 		if err != nil || u.Host == "" {
-			return nil, &core.OptionError{Field: "servers", Value: s, Msg: "expects host:port"}
+			return nil, &option.Error{Field: "servers", Value: s, Msg: "expects host:port"}
 		}
 		if u.User != nil {
-			return nil, &core.OptionError{Field: "servers", Msg: "give credentials with username/password or token, not inside servers"}
+			return nil, &option.Error{Field: "servers", Msg: "give credentials with username/password or token, not inside servers"}
 		}
 		if u.Port() == "" {
 			u.Host += ":4222"
@@ -186,16 +187,16 @@ func decode(v *core.Values) (*config, error) {
 		c.servers = append(c.servers, u.String())
 	}
 	if len(c.servers) == 0 {
-		return nil, &core.OptionError{Field: "servers", Msg: "must name at least one host:port"}
+		return nil, &option.Error{Field: "servers", Msg: "must name at least one host:port"}
 	}
 	if c.subject == "" {
-		return nil, &core.OptionError{Field: "subject", Msg: "must not be empty"}
+		return nil, &option.Error{Field: "subject", Msg: "must not be empty"}
 	}
 	if c.create && c.stream == "" {
-		return nil, &core.OptionError{Field: "create_stream", Msg: "needs the stream option to name the stream"}
+		return nil, &option.Error{Field: "create_stream", Msg: "needs the stream option to name the stream"}
 	}
 	if c.timeout <= 0 || c.write <= 0 {
-		return nil, &core.OptionError{Field: "connect_timeout", Msg: "and write_timeout must be positive"}
+		return nil, &option.Error{Field: "connect_timeout", Msg: "and write_timeout must be positive"}
 	}
 	user, pass, token := v.String("username"), v.String("password"), v.String("token")
 	c.opts = []natsgo.Option{
@@ -206,7 +207,7 @@ func decode(v *core.Values) (*config, error) {
 	}
 	switch {
 	case token != "" && (user != "" || pass != ""):
-		return nil, &core.OptionError{Field: "token", Msg: "cannot be combined with username and password"}
+		return nil, &option.Error{Field: "token", Msg: "cannot be combined with username and password"}
 	case token != "":
 		c.opts = append(c.opts, natsgo.Token(token))
 		c.secrets = append(c.secrets, token)
@@ -225,7 +226,7 @@ func decode(v *core.Values) (*config, error) {
 	}
 	cert, key := v.String("cert_file"), v.String("key_file")
 	if (cert == "") != (key == "") {
-		return nil, &core.OptionError{Field: "cert_file", Msg: "and key_file must be given together"}
+		return nil, &option.Error{Field: "cert_file", Msg: "and key_file must be given together"}
 	}
 	if cert != "" {
 		c.opts = append(c.opts, natsgo.ClientCert(cert, key))

@@ -13,13 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqb-project/mqb/core/option"
+
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mqb-project/mqb/bridge"
-	"github.com/mqb-project/mqb/core"
 )
 
 // The tests use the machine's NATS server with JetStream unless
@@ -84,7 +85,7 @@ func testEnv() *bridge.Env {
 	return env
 }
 
-func resolve(t testing.TB, raw string) (*bridge.Env, *core.Values) {
+func resolve(t testing.TB, raw string) (*bridge.Env, *option.Values) {
 	t.Helper()
 	env := testEnv()
 	r, err := env.Resolve(bridge.Endpoint{URL: raw})
@@ -183,7 +184,7 @@ func TestURLFields(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r, err := env.Resolve(bridge.Endpoint{URL: tt.url})
 			if tt.wantErr != "" {
-				require.ErrorIs(t, err, core.ErrInvalidOption)
+				require.ErrorIs(t, err, option.ErrInvalid)
 				assert.Contains(t, err.Error(), tt.wantErr)
 				return
 			}
@@ -200,12 +201,12 @@ func TestURLFields(t *testing.T) {
 	assert.Equal(t, "nats://u:xxxxx@h:4222?subject=s&token=xxxxx", redact(u))
 
 	_, err := NewSource(resolve(t, "nats://h?subject=s"))
-	require.ErrorIs(t, err, core.ErrInvalidOption)
+	require.ErrorIs(t, err, option.ErrInvalid)
 	assert.Contains(t, err.Error(), "durable")
 	_, err = NewTarget(resolve(t, "nats://h?subject=s.*"))
-	require.ErrorIs(t, err, core.ErrInvalidOption)
+	require.ErrorIs(t, err, option.ErrInvalid)
 	_, err = NewTarget(resolve(t, "nats://h?subject=s&create_stream=true"))
-	require.ErrorIs(t, err, core.ErrInvalidOption)
+	require.ErrorIs(t, err, option.ErrInvalid)
 }
 
 // TestDuplicatePublishIsStoredOnce: a batch written again (the route

@@ -10,11 +10,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mqb-project/mqb/core/option"
+
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mqb-project/mqb/bridge"
-	"github.com/mqb-project/mqb/core"
 )
 
 // pollWait bounds one pull request while the source waits for a message.
@@ -41,17 +42,17 @@ var (
 )
 
 // NewSource builds a NATS JetStream source from decoded options.
-func NewSource(env *bridge.Env, v *core.Values) (*Source, error) {
+func NewSource(env *bridge.Env, v *option.Values) (*Source, error) {
 	cfg, err := decode(v)
 	if err != nil {
 		return nil, err
 	}
 	durable := v.String("durable")
 	if durable == "" {
-		return nil, &core.OptionError{Field: "durable", Msg: "is required for a source: the durable consumer keeps the position across restarts"}
+		return nil, &option.Error{Field: "durable", Msg: "is required for a source: the durable consumer keeps the position across restarts"}
 	}
 	if strings.ContainsAny(durable, ".*> \t") {
-		return nil, &core.OptionError{Field: "durable", Value: durable, Msg: "must not contain '.', '*', '>' or white space"}
+		return nil, &option.Error{Field: "durable", Value: durable, Msg: "must not contain '.', '*', '>' or white space"}
 	}
 	policy := map[string]jetstream.DeliverPolicy{
 		"all": jetstream.DeliverAllPolicy, "new": jetstream.DeliverNewPolicy, "last": jetstream.DeliverLastPolicy,

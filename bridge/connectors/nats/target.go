@@ -7,11 +7,12 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/mqb-project/mqb/core/option"
+
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/mqb-project/mqb/bridge"
-	"github.com/mqb-project/mqb/core"
 )
 
 // Target publishes messages to a JetStream subject with their ids as
@@ -28,13 +29,13 @@ type Target struct {
 var _ bridge.Target = (*Target)(nil)
 
 // NewTarget builds a NATS JetStream target from decoded options.
-func NewTarget(env *bridge.Env, v *core.Values) (*Target, error) {
+func NewTarget(env *bridge.Env, v *option.Values) (*Target, error) {
 	cfg, err := decode(v)
 	if err != nil {
 		return nil, err
 	}
 	if strings.ContainsAny(cfg.subject, "*>") {
-		return nil, &core.OptionError{Field: "subject", Value: cfg.subject, Msg: "a target publishes to one subject: * and > are not allowed"}
+		return nil, &option.Error{Field: "subject", Value: cfg.subject, Msg: "a target publishes to one subject: * and > are not allowed"}
 	}
 	log := env.Logger
 	if log == nil {

@@ -6,8 +6,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mqb-project/mqb/core/option"
+
 	"github.com/mqb-project/mqb/bridge"
-	"github.com/mqb-project/mqb/core"
 )
 
 // Name is the connector's YAML key.
@@ -27,22 +28,22 @@ const (
 
 // Schema is the option table of the PostgreSQL target. In a URL every field
 // but dsn is a query parameter; the rest of the URL becomes dsn.
-var Schema = &core.Schema{
+var Schema = &option.Schema{
 	Name: Name,
-	Fields: []core.Field{
-		{Name: "dsn", Type: core.TypeString, Required: true,
+	Fields: []option.Field{
+		{Name: "dsn", Type: option.TypeString, Required: true,
 			Doc: "The connection string given to pgx: a postgres:// URL or a `host=... dbname=...` keyword list. In URL form it is the endpoint URL without mqb's own options."},
-		{Name: "table", Type: core.TypeString, Required: true,
+		{Name: "table", Type: option.TypeString, Required: true,
 			Doc: "The table to insert into, optionally schema-qualified (sales.orders). Quote mixed-case names as in SQL."},
-		{Name: "column", Type: core.TypeString,
+		{Name: "column", Type: option.TypeString,
 			Doc: "Store each whole payload in this json, jsonb, text or bytea column instead of spreading a JSON object over the columns."},
-		{Name: "id_column", Type: core.TypeString,
+		{Name: "id_column", Type: option.TypeString,
 			Doc: "Column that receives the message id. It needs a unique index or primary key of its own; a message whose id is already there is skipped, so redelivered batches insert nothing twice."},
-		{Name: "metadata_column", Type: core.TypeString,
+		{Name: "metadata_column", Type: option.TypeString,
 			Doc: "Column (json, jsonb or text) that receives the message metadata as a JSON object."},
-		{Name: "unknown_keys", Type: core.TypeEnum, Default: UnknownKeysError, Enum: []string{UnknownKeysError, UnknownKeysIgnore},
+		{Name: "unknown_keys", Type: option.TypeEnum, Default: UnknownKeysError, Enum: []string{UnknownKeysError, UnknownKeysIgnore},
 			Doc: "What to do with a payload key that names no column: fail the batch (error) or drop the key (ignore)."},
-		{Name: "on_conflict", Type: core.TypeEnum, Default: OnConflictSkip, Enum: []string{OnConflictSkip, OnConflictError},
+		{Name: "on_conflict", Type: option.TypeEnum, Default: OnConflictSkip, Enum: []string{OnConflictSkip, OnConflictError},
 			Doc: "skip: a row that collides with an existing one on id_column (or, without id_column, on any unique constraint) is not inserted; error: the collision fails the batch."},
 	},
 }
@@ -66,7 +67,7 @@ var Connector = &bridge.Connector{
 	Schemes:   []string{"postgres", "postgresql"},
 	Schema:    Schema,
 	URLFields: urlFields,
-	NewTarget: func(env *bridge.Env, v *core.Values) (bridge.Target, error) { return newTarget(env, v) },
+	NewTarget: func(env *bridge.Env, v *option.Values) (bridge.Target, error) { return newTarget(env, v) },
 	Redact:    func(u *url.URL) string { return redactDSN(u.String()) },
 }
 
@@ -81,16 +82,16 @@ func urlFields(u *url.URL) (map[string]any, error) {
 	keep := url.Values{}
 	for k, vs := range u.Query() {
 		if len(vs) > 1 {
-			return nil, &core.OptionError{Field: k, Msg: "given more than once"}
+			return nil, &option.Error{Field: k, Msg: "given more than once"}
 		}
 		switch {
 		case k == "dsn":
-			return nil, &core.OptionError{Field: k, Msg: "is the URL itself in URL form; give it only in YAML"}
+			return nil, &option.Error{Field: k, Msg: "is the URL itself in URL form; give it only in YAML"}
 		case passthrough[k]:
 			keep.Set(k, vs[0])
 		default:
 			if _, ok := Schema.Field(k); !ok {
-				return nil, &core.OptionError{Field: k, Msg: "unknown postgres option", Valid: validURLNames()}
+				return nil, &option.Error{Field: k, Msg: "unknown postgres option", Valid: validURLNames()}
 			}
 			m[k] = vs[0]
 		}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mqb-project/mqb/core/option"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -65,7 +67,7 @@ func newTable(t testing.TB, admin *pgx.Conn, defs string) string {
 }
 
 // endpoint decodes a URL the way a route does.
-func endpoint(t testing.TB, raw string) (*core.Values, error) {
+func endpoint(t testing.TB, raw string) (*option.Values, error) {
 	t.Helper()
 	u, err := url.Parse(raw)
 	require.NoError(t, err)
@@ -131,9 +133,9 @@ func TestURLFields(t *testing.T) {
 			want: map[string]any{"dsn": "postgres://user:pass@localhost/app", "table": "orders"}},
 		{name: "connection parameters stay in the dsn", url: "postgresql://u@h:5433/db?sslmode=disable&table=t&id_column=message_id&application_name=mqb",
 			want: map[string]any{"dsn": "postgresql://u@h:5433/db?application_name=mqb&sslmode=disable", "table": "t", "id_column": "message_id"}},
-		{name: "unknown option", url: "postgres://h/db?table=t&tabel=x", wantErr: core.ErrInvalidOption, errHas: `"tabel"`},
-		{name: "dsn in query", url: "postgres://h/db?table=t&dsn=x", wantErr: core.ErrInvalidOption, errHas: "YAML"},
-		{name: "twice", url: "postgres://h/db?table=t&table=u", wantErr: core.ErrInvalidOption, errHas: "more than once"},
+		{name: "unknown option", url: "postgres://h/db?table=t&tabel=x", wantErr: option.ErrInvalid, errHas: `"tabel"`},
+		{name: "dsn in query", url: "postgres://h/db?table=t&dsn=x", wantErr: option.ErrInvalid, errHas: "YAML"},
+		{name: "twice", url: "postgres://h/db?table=t&table=u", wantErr: option.ErrInvalid, errHas: "more than once"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -153,15 +155,15 @@ func TestURLFields(t *testing.T) {
 
 func TestOptionsAreValidated(t *testing.T) {
 	_, err := endpoint(t, "postgres://h/db?column=p")
-	require.ErrorIs(t, err, core.ErrInvalidOption)
+	require.ErrorIs(t, err, option.ErrInvalid)
 	assert.Contains(t, err.Error(), `"table"`)
 
 	_, err = endpoint(t, "postgres://h/db?table=t&unknown_keys=drop")
-	require.ErrorIs(t, err, core.ErrInvalidOption)
+	require.ErrorIs(t, err, option.ErrInvalid)
 	assert.Contains(t, err.Error(), "ignore")
 
 	_, err = buildTarget(t, "postgres://h/db?table=t&column=x&id_column=x")
-	require.ErrorIs(t, err, core.ErrInvalidOption)
+	require.ErrorIs(t, err, option.ErrInvalid)
 }
 
 func TestRedactDSN(t *testing.T) {
@@ -289,7 +291,7 @@ func TestColumnMode(t *testing.T) {
 		tg, err := buildTarget(t, testDSN()+"&table="+table+"&column=body")
 		require.NoError(t, err)
 		err = tg.Connect(context.Background())
-		require.ErrorIs(t, err, core.ErrInvalidOption)
+		require.ErrorIs(t, err, option.ErrInvalid)
 		assert.Contains(t, err.Error(), "integer")
 		_ = tg.Close(context.Background(), nil)
 	})
@@ -333,14 +335,14 @@ func TestConnectChecksTable(t *testing.T) {
 	tg, err = buildTarget(t, testDSN()+"&table="+table+"&id_column=message_id")
 	require.NoError(t, err)
 	err = tg.Connect(ctx)
-	require.ErrorIs(t, err, core.ErrInvalidOption)
+	require.ErrorIs(t, err, option.ErrInvalid)
 	assert.Contains(t, err.Error(), "CREATE UNIQUE INDEX")
 	_ = tg.Close(ctx, nil)
 
 	tg, err = buildTarget(t, testDSN()+"&table="+table+"&id_column=nope")
 	require.NoError(t, err)
 	err = tg.Connect(ctx)
-	require.ErrorIs(t, err, core.ErrInvalidOption)
+	require.ErrorIs(t, err, option.ErrInvalid)
 	assert.Contains(t, err.Error(), "no such column")
 	_ = tg.Close(ctx, nil)
 }

@@ -17,15 +17,16 @@ import (
 	"os"
 	"sync"
 
+	"github.com/mqb-project/mqb/core/option"
+
 	"github.com/mqb-project/mqb/bridge"
 	"github.com/mqb-project/mqb/bridge/internal/records"
-	"github.com/mqb-project/mqb/core"
 )
 
 // StdinSchema is the option table of the stdin source.
-var StdinSchema = &core.Schema{
+var StdinSchema = &option.Schema{
 	Name: "stdin",
-	Fields: []core.Field{
+	Fields: []option.Field{
 		records.FormatField(records.Lines),
 		records.DelimiterField,
 		records.ContentTypeField,
@@ -34,9 +35,9 @@ var StdinSchema = &core.Schema{
 }
 
 // StdoutSchema is the option table of the stdout target.
-var StdoutSchema = &core.Schema{
+var StdoutSchema = &option.Schema{
 	Name: "stdout",
-	Fields: []core.Field{
+	Fields: []option.Field{
 		records.FormatField(records.Lines),
 		records.DelimiterField,
 	},
@@ -57,7 +58,7 @@ func Register(env *bridge.Env) {
 func init() { Register(bridge.DefaultEnv) }
 
 // NewSource returns a source reading env.Stdin (os.Stdin when nil).
-func NewSource(env *bridge.Env, v *core.Values) (bridge.Source, error) {
+func NewSource(env *bridge.Env, v *option.Values) (bridge.Source, error) {
 	d, err := records.Delimiter(v)
 	if err != nil {
 		return nil, err
@@ -115,10 +116,10 @@ func (s *source) Connect(ctx context.Context) error {
 	return nil
 }
 
-func (s *source) ReadBatch(ctx context.Context, max int) ([]*bridge.Message, bridge.AckFunc, error) {
+func (s *source) ReadBatch(ctx context.Context, limit int) ([]*bridge.Message, bridge.AckFunc, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := min(max, len(s.retry))
+	n := min(limit, len(s.retry))
 	out := append([]*bridge.Message(nil), s.retry[:n]...)
 	s.retry = s.retry[n:]
 	take := func(it item) bool {
@@ -141,7 +142,7 @@ func (s *source) ReadBatch(ctx context.Context, max int) ([]*bridge.Message, bri
 			return nil, nil, ctx.Err()
 		}
 	}
-	for len(out) < max && s.err == nil {
+	for len(out) < limit && s.err == nil {
 		select {
 		case it, ok := <-s.items:
 			if !ok {
@@ -178,7 +179,7 @@ func (s *source) Close(ctx context.Context) error {
 }
 
 // NewTarget returns a target writing to env.Stdout (os.Stdout when nil).
-func NewTarget(env *bridge.Env, v *core.Values) (bridge.Target, error) {
+func NewTarget(env *bridge.Env, v *option.Values) (bridge.Target, error) {
 	d, err := records.Delimiter(v)
 	if err != nil {
 		return nil, err

@@ -5,17 +5,18 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mqb-project/mqb/core/option"
+
 	"github.com/mqb-project/mqb/bridge"
-	"github.com/mqb-project/mqb/core"
 )
 
 // ContentTypeField is the content_type option of a record source.
-var ContentTypeField = core.Field{Name: "content_type", Type: core.TypeString,
+var ContentTypeField = option.Field{Name: "content_type", Type: option.TypeString,
 	Doc: "content_type metadata of every message (default: application/json for json and csv, text/plain; charset=utf-8 for lines, application/octet-stream for raw)."}
 
 // SourceField is the source option of a record source.
-func SourceField(def string) core.Field {
-	return core.Field{Name: "source", Type: core.TypeString, Default: def,
+func SourceField(def string) option.Field {
+	return option.Field{Name: "source", Type: option.TypeString, Default: def,
 		Doc: "source metadata of every message (default: the input file's name without its extension, or stdin)."}
 }
 
@@ -42,10 +43,10 @@ func Meta(contentType, source, path string, rec Record) map[string]string {
 }
 
 // AbsPath returns the path option, refusing a relative one.
-func AbsPath(v *core.Values) (string, error) {
+func AbsPath(v *option.Values) (string, error) {
 	p := v.String("path")
 	if !filepath.IsAbs(p) {
-		return "", &core.OptionError{Field: "path", Value: p, Msg: "must be an absolute path"}
+		return "", &option.Error{Field: "path", Value: p, Msg: "must be an absolute path"}
 	}
 	return filepath.Clean(p), nil
 }

@@ -15,8 +15,9 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/mqb-project/mqb/core/option"
+
 	"github.com/mqb-project/mqb/bridge"
-	"github.com/mqb-project/mqb/core"
 )
 
 // The formats.
@@ -55,21 +56,21 @@ func Extension(format string) string {
 }
 
 // FormatField is the format option of a record-oriented connector.
-func FormatField(def string) core.Field {
-	return core.Field{Name: "format", Type: core.TypeEnum, Default: def, Enum: Formats,
+func FormatField(def string) option.Field {
+	return option.Field{Name: "format", Type: option.TypeEnum, Default: def, Enum: Formats,
 		Doc: "json: one JSON document per line, validated and kept byte for byte; csv: a header row, then each record becomes a JSON object of its named fields; lines: each line is a message; raw: the whole input is one message."}
 }
 
 // DelimiterField is the CSV field delimiter option.
-var DelimiterField = core.Field{Name: "delimiter", Type: core.TypeString, Default: ",",
+var DelimiterField = option.Field{Name: "delimiter", Type: option.TypeString, Default: ",",
 	Doc: "CSV field delimiter, one character (format=csv only)."}
 
 // Delimiter checks and returns the delimiter option.
-func Delimiter(v *core.Values) (rune, error) {
+func Delimiter(v *option.Values) (rune, error) {
 	s := v.String("delimiter")
 	r, size := utf8.DecodeRuneInString(s)
 	if size == 0 || size != len(s) || r == '"' || r == '\r' || r == '\n' || r == utf8.RuneError {
-		return 0, &core.OptionError{Field: "delimiter", Value: s, Msg: "must be a single character other than a quote or a line break"}
+		return 0, &option.Error{Field: "delimiter", Value: s, Msg: "must be a single character other than a quote or a line break"}
 	}
 	return r, nil
 }

@@ -1,6 +1,13 @@
-package core
+// Package option is the option table shared by every connector: a Schema
+// lists the Fields of one connector, and the same Schema decodes a URL query
+// and a YAML map into Values, so the two spellings cannot drift apart. A bad
+// option is an *Error that names the valid choices. It uses only the
+// standard library, so a connector or backend written outside this project
+// inherits no dependency from it.
+package option
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net/url"
@@ -10,6 +17,37 @@ import (
 	"strings"
 	"time"
 )
+
+// ErrInvalid is matched by every *Error: an option with an unknown name, a
+// value of the wrong type, or a value outside its allowed set.
+var ErrInvalid = errors.New("invalid option")
+
+// Error is the error for a bad option.
+type Error struct {
+	Field string   // the option name as given
+	Value string   // the value as given, if any
+	Msg   string   // what is wrong
+	Valid []string // the valid names or values, when that helps
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "option %q", e.Field)
+	if e.Value != "" {
+		fmt.Fprintf(&b, " = %q", e.Value)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Msg)
+	if len(e.Valid) > 0 {
+		b.WriteString(" (valid: ")
+		b.WriteString(strings.Join(e.Valid, ", "))
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// Is reports ErrInvalid.
+func (e *Error) Is(target error) bool { return target == ErrInvalid }
 
 // FieldType is the type of an option field.
 type FieldType string
@@ -74,7 +112,7 @@ func (s *Schema) DecodeQuery(q url.Values) (*Values, error) {
 	m := make(map[string]any, len(q))
 	for k, vs := range q {
 		if len(vs) > 1 {
-			return nil, &OptionError{Field: k, Msg: "given more than once"}
+			return nil, &Error{Field: k, Msg: "given more than once"}
 		}
 		m[k] = vs[0]
 	}
@@ -93,7 +131,7 @@ func (s *Schema) DecodeMap(m map[string]any) (*Values, error) {
 	for _, k := range keys {
 		f, ok := s.Field(k)
 		if !ok {
-			return nil, &OptionError{Field: k, Msg: fmt.Sprintf("unknown %s option", s.Name), Valid: s.Names()}
+			return nil, &Error{Field: k, Msg: fmt.Sprintf("unknown %s option", s.Name), Valid: s.Names()}
 		}
 		val, err := f.decode(m[k])
 		if err != nil {
@@ -107,7 +145,7 @@ func (s *Schema) DecodeMap(m map[string]any) (*Values, error) {
 			continue
 		}
 		if f.Required {
-			return nil, &OptionError{Field: f.Name, Msg: "is required"}
+			return nil, &Error{Field: f.Name, Msg: "is required"}
 		}
 		val, err := f.decode(f.Default)
 		if err != nil {
@@ -121,7 +159,7 @@ func (s *Schema) DecodeMap(m map[string]any) (*Values, error) {
 func (f Field) decode(raw any) (any, error) {
 	text, isString := raw.(string)
 	bad := func(msg string) error {
-		return &OptionError{Field: f.Name, Value: fmt.Sprint(raw), Msg: msg, Valid: f.Enum}
+		return &Error{Field: f.Name, Value: fmt.Sprint(raw), Msg: msg, Valid: f.Enum}
 	}
 	switch f.Type {
 	case TypeString:

@@ -1,4 +1,4 @@
-// Package schemadoc renders a connector's option table (a core.Schema) for
+// Package schemadoc renders a connector's option table (an option.Schema) for
 // people: the Markdown field reference under docs/reference and the plain
 // text of `mqb spool fields`. Both come from the same table as the decoder,
 // so the documentation cannot drift from what the code accepts.
@@ -15,26 +15,26 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/mqb-project/mqb/core"
+	"github.com/mqb-project/mqb/core/option"
 )
 
 // Allowed describes in words the values field f accepts.
-func Allowed(f core.Field) string {
+func Allowed(f option.Field) string {
 	switch f.Type {
-	case core.TypeEnum:
+	case option.TypeEnum:
 		return strings.Join(f.Enum, ", ")
-	case core.TypeBool:
+	case option.TypeBool:
 		return "true, false"
-	case core.TypeInt:
+	case option.TypeInt:
 		if f.Max != 0 {
 			return fmt.Sprintf("%d to %d", f.Min, f.Max)
 		}
 		return fmt.Sprintf("%d or more", f.Min)
-	case core.TypeDuration:
+	case option.TypeDuration:
 		return "a duration: 250ms, 2s, 1m30s"
-	case core.TypeFileMode:
+	case option.TypeFileMode:
 		return "octal, 0000 to 0777"
-	case core.TypeString:
+	case option.TypeString:
 		if f.Required {
 			return "text (required)"
 		}
@@ -45,7 +45,7 @@ func Allowed(f core.Field) string {
 
 // Default returns the default of f as a reference shows it: "required" for
 // a required field, "(empty)" for an empty default, otherwise the value.
-func Default(f core.Field) string {
+func Default(f option.Field) string {
 	switch {
 	case f.Required:
 		return "required"
@@ -57,9 +57,9 @@ func Default(f core.Field) string {
 
 // YAMLValue returns value written as the YAML value of field f: strings and
 // file modes quoted, numbers, booleans, durations and enum values bare.
-func YAMLValue(f core.Field, value string) string {
+func YAMLValue(f option.Field, value string) string {
 	switch f.Type {
-	case core.TypeString, core.TypeFileMode:
+	case option.TypeString, option.TypeFileMode:
 		return strconv.Quote(value)
 	}
 	return value
@@ -90,11 +90,11 @@ type Refusal struct {
 
 // Page describes the generated part of a connector's reference page.
 type Page struct {
-	Schema *core.Schema
+	Schema *option.Schema
 
 	// URL returns a URL that sets field f to value (and any other field its
 	// connector needs to parse). Nil: the field has no URL spelling.
-	URL func(f core.Field, value string) string
+	URL func(f option.Field, value string) string
 
 	// Examples holds the value to show for a field; fields without one
 	// show their default (or, for a boolean, its opposite).
@@ -110,17 +110,17 @@ type Page struct {
 }
 
 // Example returns the value the page shows for f.
-func (p Page) Example(f core.Field) string {
+func (p Page) Example(f option.Field) string {
 	if v, ok := p.Examples[f.Name]; ok {
 		return v
 	}
-	if f.Type == core.TypeBool {
+	if f.Type == option.TypeBool {
 		if f.Default == "true" {
 			return "false"
 		}
 		return "true"
 	}
-	if f.Type == core.TypeEnum {
+	if f.Type == option.TypeEnum {
 		for _, v := range f.Enum {
 			if v != f.Default {
 				return v
@@ -202,15 +202,15 @@ func mdText(s string) string {
 	return b.String()
 }
 
-func (p Page) allowed(f core.Field) string {
+func (p Page) allowed(f option.Field) string {
 	if a, ok := p.Allowed[f.Name]; ok {
 		return a
 	}
 	return allowedMarkdown(f)
 }
 
-func allowedMarkdown(f core.Field) string {
-	if f.Type == core.TypeEnum || f.Type == core.TypeBool {
+func allowedMarkdown(f option.Field) string {
+	if f.Type == option.TypeEnum || f.Type == option.TypeBool {
 		var vals []string
 		for _, v := range strings.Split(Allowed(f), ", ") {
 			vals = append(vals, "`"+v+"`")
@@ -251,7 +251,7 @@ var SpoolAllowed = map[string]string{
 
 // AllowedText returns the allowed values of f as plain text: the page's
 // description when it has one, otherwise Allowed(f).
-func (p Page) AllowedText(f core.Field) string {
+func (p Page) AllowedText(f option.Field) string {
 	if a, ok := p.Allowed[f.Name]; ok {
 		return strings.ReplaceAll(a, "`", "")
 	}
