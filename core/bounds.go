@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"time"
+
+	"github.com/mqb-project/mqb/core/option"
 )
 
 // WhenFull says what a bounded producer does with a message that does not
@@ -35,9 +37,9 @@ func (w WhenFull) Valid() bool {
 
 // Bounds limit what a spool holds. A zero field is no limit.
 type Bounds struct {
-	MaxMessages  int64 // chunks in the spool
-	MaxBytes     int64 // bytes of payload and sidecar files in the spool
-	MinFreeBytes int64 // free space to leave on the filesystem
+	MaxMessages  int64    // chunks in the spool
+	MaxBytes     int64    // bytes of payload and sidecar files in the spool
+	MinFreeBytes int64    // free space to leave on the filesystem
 	WhenFull     WhenFull // "" means block
 }
 
@@ -52,13 +54,33 @@ func (b Bounds) Validate() error {
 		v    int64
 	}{{"max_messages", b.MaxMessages}, {"max_bytes", b.MaxBytes}, {"min_free_bytes", b.MinFreeBytes}} {
 		if f.v < 0 {
-			return &OptionError{Field: f.name, Value: fmt.Sprint(f.v), Msg: "must be positive; leave it unset for no limit"}
+			return &option.Error{Field: f.name, Value: fmt.Sprint(f.v), Msg: "must be positive; leave it unset for no limit"}
 		}
 	}
 	if b.WhenFull != "" && !b.WhenFull.Valid() {
-		return &OptionError{Field: "when_full", Value: string(b.WhenFull), Msg: "is not a valid value", Valid: WhenFullValues}
+		return &option.Error{Field: "when_full", Value: string(b.WhenFull), Msg: "is not a valid value", Valid: WhenFullValues}
 	}
 	return nil
+}
+
+// boundsFromValues reads max_messages, max_bytes, min_free_bytes and
+// when_full. A limit given as 0 is refused: unset means no limit.
+func boundsFromValues(v *option.Values) (Bounds, error) {
+	b := Bounds{
+		MaxMessages:  int64(v.Int("max_messages")),
+		MaxBytes:     v.Size("max_bytes"),
+		MinFreeBytes: v.Size("min_free_bytes"),
+		WhenFull:     WhenFull(v.String("when_full")),
+	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"max_messages", b.MaxMessages}, {"max_bytes", b.MaxBytes}, {"min_free_bytes", b.MinFreeBytes}} {
+		if v.IsSet(f.name) && f.v == 0 {
+			return b, &option.Error{Field: f.name, Value: "0", Msg: "must be at least 1; leave it unset for no limit"}
+		}
+	}
+	return b, nil
 }
 
 // SpaceReporter is implemented by an FS that can tell how many bytes are

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mqb-project/mqb/core/option"
 )
 
 func bounded(t testing.TB, b Bounds) Options {
@@ -226,7 +228,7 @@ func TestBoundsValidate(t *testing.T) {
 			o := opts(t, "")
 			o.Bounds = tc.b
 			_, err := OpenProducer(newRootFS(t), o)
-			var oe *OptionError
+			var oe *option.Error
 			if !errors.As(err, &oe) || oe.Field != tc.field {
 				t.Fatalf("OpenProducer = %v, want an OptionError for %s", err, tc.field)
 			}
@@ -239,7 +241,7 @@ func TestBoundsValidate(t *testing.T) {
 func TestBoundsMinFreeNeedsSpaceReporter(t *testing.T) {
 	o := bounded(t, Bounds{MinFreeBytes: 1 << 20})
 	_, err := OpenProducer(newRootFS(t), o)
-	if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), "min_free_bytes") {
+	if !errors.Is(err, option.ErrInvalid) || !strings.Contains(err.Error(), "min_free_bytes") {
 		t.Fatalf("OpenProducer = %v, want an option error naming min_free_bytes", err)
 	}
 }

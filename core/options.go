@@ -101,6 +101,14 @@ var SpoolSchema = &option.Schema{
 			Doc: "What a consumer does with a sidecar it cannot parse: stop with an error naming the file, or deliver the payload with empty metadata."},
 		{Name: "poll_interval", Type: option.TypeDuration, Default: "250ms",
 			Doc: "How often a waiting consumer looks for new chunks. Backends with wake-ups (inotify) react at once and poll only as a safety net."},
+		{Name: "max_messages", Type: option.TypeInt, Default: "0", Min: 0,
+			Doc: "Most chunks a producer lets the spool hold; when_full says what happens to a message past it. 0 (the default): no limit."},
+		{Name: "max_bytes", Type: option.TypeSize, Default: "0", Min: 0,
+			Doc: "Most bytes of payload and sidecar files a producer lets the spool hold, such as 512MiB or 10GB (filesystem block overhead is not counted). 0 (the default): no limit."},
+		{Name: "min_free_bytes", Type: option.TypeSize, Default: "0", Min: 0,
+			Doc: "Free space a producer leaves on the spool's filesystem, such as 1GiB, so that a stalled consumer never fills the disk for everyone else. 0 (the default): no limit."},
+		{Name: "when_full", Type: option.TypeEnum, Default: string(WhenFullBlock), Enum: WhenFullValues,
+			Doc: "What a producer does with a message that does not fit the bounds above: block (wait for the consumer, so the source stops reading and acknowledging), fail (stop with an error), or drop_newest (drop it, count it in mqb_spool_dropped_total and log it)."},
 		{Name: "backend", Type: option.TypeString, Default: "os",
 			Doc: "Filesystem backend: os (the real filesystem), memfs (in-process memory), or a name registered by a library user."},
 		{Name: "file_mode", Type: option.TypeFileMode, Default: "0600",
@@ -176,6 +184,11 @@ func OptionsFromValues(v *option.Values) (Options, error) {
 		FileMode:      fs.FileMode(v.FileMode("file_mode")),
 		DirMode:       fs.FileMode(v.FileMode("dir_mode")),
 	}
+	b, err := boundsFromValues(v)
+	if err != nil {
+		return o, err
+	}
+	o.Bounds = b
 	return o, o.Validate()
 }
 

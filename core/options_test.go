@@ -20,7 +20,7 @@ func TestParseURLDefaults(t *testing.T) {
 		Path: "/var/spool/orders", NamingPattern: "{seq:09}", PayloadExt: ".bin", MetadataExt: ".json",
 		ShardDepth: 0, ShardWidth: 3, Fsync: FsyncChunk, Atomic: true, EmitDone: EmitNever,
 		DrainOnRead: true, Claims: true, BadSidecar: BadSidecarFail, PollInterval: 250 * time.Millisecond,
-		Backend: "os", FileMode: 0o600, DirMode: 0o700,
+		Backend: "os", FileMode: 0o600, DirMode: 0o700, Bounds: Bounds{WhenFull: WhenFullBlock},
 	}
 	if !reflect.DeepEqual(o, want) {
 		t.Fatalf("got %+v\nwant %+v", o, want)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mqb-project/mqb/core/option"
 )
 
 // Producer appends messages to a spool. It holds the PRODUCER claim (unless
@@ -82,7 +84,7 @@ func (p *Producer) openUsage() error {
 		return nil
 	}
 	if _, ok := p.fsys.(SpaceReporter); b.MinFreeBytes > 0 && !ok {
-		return &OptionError{Field: "min_free_bytes", Value: fmt.Sprint(b.MinFreeBytes),
+		return &option.Error{Field: "min_free_bytes", Value: fmt.Sprint(b.MinFreeBytes),
 			Msg: "needs a backend that reports free space, such as os"}
 	}
 	u, err := newUsage(p.fsys, p.layout)

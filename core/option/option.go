@@ -162,6 +162,8 @@ func (f Field) decode(raw any) (any, error) {
 		return &Error{Field: f.Name, Value: fmt.Sprint(raw), Msg: msg, Valid: f.Enum}
 	}
 	switch f.Type {
+	case TypeSize:
+		return f.decodeSize(raw)
 	case TypeString:
 		if raw == nil {
 			return "", nil

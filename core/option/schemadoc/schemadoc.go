@@ -247,6 +247,9 @@ var SpoolAllowed = map[string]string{
 	"payload_extension":  "a suffix such as `.bin`: a dot and a name, not ending in `.tmp`",
 	"metadata_extension": "empty (no sidecars), or a suffix such as `.json`: a dot and a name, not ending in `.tmp`; neither extension may end with the other",
 	"backend":            "`os`, `memfs`, or a name a library user registered",
+	"max_messages":       "1 or more; unset (0) for no limit",
+	"max_bytes":          "1 or more bytes, with an optional unit: `B`, `kB`, `MB`, `GB`, `TB`, `KiB`, `MiB`, `GiB`, `TiB`; unset (0) for no limit",
+	"min_free_bytes":     "as max_bytes",
 }
 
 // AllowedText returns the allowed values of f as plain text: the page's
