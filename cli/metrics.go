@@ -24,6 +24,7 @@ type metrics struct {
 	errors                   prometheus.Counter
 	latency                  prometheus.Histogram
 	acks, nacks, retries     prometheus.Counter
+	deadLetters              prometheus.Counter
 	log                      *slog.Logger
 }
 
@@ -46,6 +47,7 @@ func newMetrics(route *bridge.Route) *metrics {
 		acks:          counter("mqb_acks", "Messages acknowledged at the input after the output made them durable."),
 		nacks:         counter("mqb_nacks", "Messages negatively acknowledged at the input for redelivery."),
 		retries:       counter("mqb_retries", "Retries of failed batch writes."),
+		deadLetters:   counter("mqb_dead_letters_total", "Messages the output refused that were moved to the dead-letter target."),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "output_latency_ns",
 			Help:    "Time a successful batch write took, in nanoseconds.",
@@ -70,7 +72,32 @@ func newMetrics(route *bridge.Route) *metrics {
 			return float64(n)
 		}))
 	}
+	if bs, ok := route.Target.(bridge.BoundedSpool); ok {
+		registerSpoolBounds(reg, bs)
+	}
 	return m
+}
+
+// registerSpoolBounds exports what a dir-spool target's bounds did.
+func registerSpoolBounds(reg *prometheus.Registry, bs bridge.BoundedSpool) {
+	labels := prometheus.Labels{"spool": bs.SpoolPath()}
+	reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mqb_spool_full_waits_total", ConstLabels: labels,
+			Help: "Writes that waited for a consumer to make room in the bounded spool (when_full=block)."},
+			func() float64 { return float64(bs.FullWaits()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mqb_spool_dropped_total", ConstLabels: labels,
+			Help: "Messages dropped because the bounded spool was full (when_full=drop_newest)."},
+			func() float64 { return float64(bs.Dropped()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mqb_spool_bytes", ConstLabels: labels,
+			Help: "Bytes of the spool's payload and sidecar files."},
+			func() float64 {
+				n, err := bs.SpoolBytes()
+				if err != nil {
+					return math.NaN()
+				}
+				return float64(n)
+			}),
+	)
 }
 
 func (m *metrics) handler() http.Handler {
@@ -99,3 +126,4 @@ func (m *metrics) WriteFailed(int, error)      { m.errors.Inc() }
 func (m *metrics) Acked(n int)                 { m.acks.Add(float64(n)) }
 func (m *metrics) Nacked(n int)                { m.nacks.Add(float64(n)) }
 func (m *metrics) Retrying(int, time.Duration) { m.retries.Inc() }
+func (m *metrics) DeadLettered(n int)          { m.deadLetters.Add(float64(n)) }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -40,6 +41,15 @@ type statReport struct {
 	Tmp        int              `json:"tmp_files"`
 	Orphans    int              `json:"orphan_sidecars"`
 	Unexpected int              `json:"unexpected_files"`
+	Bounds     *boundsInfo      `json:"bounds,omitempty"`
+}
+
+// boundsInfo is how full a bounded spool is: its limits (from the URL given
+// to stat, else as its producer recorded them) against what it holds.
+type boundsInfo struct {
+	core.Bounds
+	Chunks int64 `json:"chunks"`
+	Bytes  int64 `json:"bytes"` // payload and sidecar files, as max_bytes counts them
 }
 
 func (a *app) spoolStatCommand() *cobra.Command {
@@ -105,7 +115,11 @@ func spoolStat(fsys core.FS, o core.Options) (*statReport, error) {
 			ci.PID, ci.Host, ci.Since, ci.NextSeq = h.PID, h.Host, &since, h.NextSeq
 		}
 		*c.dst = ci
+		if h != nil && h.Bounds != nil && !o.Bounds.Set() {
+			o.Bounds = *h.Bounds
+		}
 	}
+	rep.Bounds = statBounds(o, st)
 	done, err := core.ReadDone(fsys)
 	switch {
 	case err == nil:
@@ -154,6 +168,9 @@ func printStat(cmd *cobra.Command, r *statReport) {
 	} else {
 		fmt.Fprintf(w, "done\tno DONE sentinel\n")
 	}
+	if b := r.Bounds; b != nil {
+		fmt.Fprintf(w, "bounds\t%s\n", b)
+	}
 	if r.Tmp+r.Orphans+r.Unexpected > 0 {
 		fmt.Fprintf(w, "other\t%d tmp file(s), %d orphan sidecar(s), %d unexpected file(s)\n", r.Tmp, r.Orphans, r.Unexpected)
 	}
@@ -170,4 +187,29 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+func statBounds(o core.Options, st *core.Stats) *boundsInfo {
+	if !o.Bounds.Set() {
+		return nil
+	}
+	b := &boundsInfo{Bounds: o.Bounds, Chunks: int64(st.Chunks), Bytes: st.Bytes + st.MetaBytes}
+	if b.WhenFull == "" {
+		b.WhenFull = core.WhenFullBlock
+	}
+	return b
+}
+
+func (b *boundsInfo) String() string {
+	var parts []string
+	if b.MaxMessages > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d messages (%d%%)", b.Chunks, b.MaxMessages, b.Chunks*100/b.MaxMessages))
+	}
+	if b.MaxBytes > 0 {
+		parts = append(parts, fmt.Sprintf("%s of %s (%d%%)", humanBytes(b.Bytes), humanBytes(b.MaxBytes), b.Bytes*100/b.MaxBytes))
+	}
+	if b.MinFreeBytes > 0 {
+		parts = append(parts, "keeps "+humanBytes(b.MinFreeBytes)+" free on the filesystem")
+	}
+	return strings.Join(parts, ", ") + "; when full: " + string(b.WhenFull)
 }

@@ -56,6 +56,8 @@ type Holder struct {
 	Host    string    `json:"host"`
 	Since   time.Time `json:"since"`
 	NextSeq *uint64   `json:"next_seq,omitempty"`
+	// Bounds are a bounded producer's limits, for `mqb spool stat`.
+	Bounds *Bounds `json:"bounds,omitempty"`
 }
 
 // ClaimError is the error for a claim held by another process.

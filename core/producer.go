@@ -65,6 +65,10 @@ func OpenProducer(fsys FS, o Options) (*Producer, error) {
 			return nil, err
 		}
 		p.claim, prev = c, h
+		if o.Bounds.Set() {
+			b := o.Bounds
+			p.claim.holder.Bounds = &b
+		}
 	}
 	if err := p.recover(prev); err != nil {
 		p.releaseClaim()

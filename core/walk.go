@@ -38,6 +38,7 @@ func walkLeaves(fsys FS, l *Layout, fn func(dir string, entries []fs.DirEntry) e
 type Stats struct {
 	Chunks     int    // committed payloads
 	Bytes      int64  // their payload bytes
+	MetaBytes  int64  // their sidecars' bytes
 	Oldest     string // name of the first payload, "" when empty
 	Newest     string // name of the last payload
 	OldestSeq  uint64
@@ -87,6 +88,9 @@ func Scan(fsys FS, o Options) (*Stats, error) {
 				}
 			case KindSidecar:
 				sidecars = append(sidecars, seq)
+				if fi, err := e.Info(); err == nil {
+					st.MetaBytes += fi.Size()
+				}
 			default:
 				st.Tmp++
 			}
