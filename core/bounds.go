@@ -225,9 +225,13 @@ func (p *Producer) room() (room, error) {
 	return r, nil
 }
 
-// chunkSizes returns the bytes each message will take on disk.
+// chunkSizes returns the bytes each message will take on disk, or zeros
+// when no bound counts bytes.
 func (p *Producer) chunkSizes(msgs []Message) []int64 {
 	sizes := make([]int64, len(msgs))
+	if p.opts.Bounds.MaxBytes == 0 && p.opts.Bounds.MinFreeBytes == 0 {
+		return sizes
+	}
 	for i := range msgs {
 		sizes[i] = int64(len(msgs[i].Payload))
 		if p.layout.Sidecars() {
