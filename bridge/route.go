@@ -191,7 +191,7 @@ func (r *Route) Run(ctx context.Context) (err error) {
 	elapsed := time.Since(start)
 	switch {
 	case runErr == nil:
-		log.Info("route finished", "read", r.read, "written", r.written, "elapsed", elapsed.Round(time.Millisecond))
+		log.Info("route finished", "read", r.read, "written", r.written, "dead_lettered", r.DeadLettered(), "elapsed", elapsed.Round(time.Millisecond))
 	case errors.Is(runErr, ErrInterrupted):
 		log.Warn("route interrupted", "read", r.read, "written", r.written, "elapsed", elapsed.Round(time.Millisecond))
 	}
