@@ -241,3 +241,16 @@ func TestBoundsAndDeadLetterRefusedAtLint(t *testing.T) {
 		})
 	}
 }
+
+// TestWhenFullFailStopsAtOnce: when_full=fail is an error the route does
+// not retry, and it says which bound was reached.
+func TestWhenFullFailStopsAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Now()
+	res := run(t, "a\nb\nc\n", "copy", "--from", "stdin://", "--to", "dir-spool://"+dir+"/s?max_messages=2&when_full=fail")
+	assert.Equal(t, 1, res.code, res.stderr)
+	assert.Contains(t, res.stderr, "spool is full: it holds 2 chunks, max_messages=2")
+	assert.NotContains(t, res.stderr, "retrying")
+	assert.Less(t, time.Since(start), 10*time.Second)
+	assert.Len(t, payloadFiles(t, dir+"/s"), 2)
+}

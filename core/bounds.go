@@ -37,10 +37,10 @@ func (w WhenFull) Valid() bool {
 
 // Bounds limit what a spool holds. A zero field is no limit.
 type Bounds struct {
-	MaxMessages  int64    // chunks in the spool
-	MaxBytes     int64    // bytes of payload and sidecar files in the spool
-	MinFreeBytes int64    // free space to leave on the filesystem
-	WhenFull     WhenFull // "" means block
+	MaxMessages  int64    `json:"max_messages,omitempty"`   // chunks in the spool
+	MaxBytes     int64    `json:"max_bytes,omitempty"`      // bytes of payload and sidecar files
+	MinFreeBytes int64    `json:"min_free_bytes,omitempty"` // free space to leave on the filesystem
+	WhenFull     WhenFull `json:"when_full,omitempty"`      // "" means block
 }
 
 // Set reports whether any limit is set.

@@ -301,6 +301,9 @@ func (t *Target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 		batch = append(batch, core.Message{ID: m.ID, Metadata: m.Metadata, Payload: m.Payload})
 	}
 	n, err := t.p.Write(ctx, batch)
+	if errors.Is(err, core.ErrSpoolFull) {
+		err = bridge.Permanent(err) // when_full=fail asked to stop, not to wait
+	}
 	if err != nil {
 		if n > 0 {
 			if t.written == nil {
