@@ -2,8 +2,6 @@ package memfs
 
 import (
 	"cmp"
-	"io"
-	"io/fs"
 	"math"
 	"math/rand/v2"
 	"path"
@@ -279,11 +277,7 @@ func (f *FS) maybeDrop(n *node) {
 	for len(n.pending) > 0 {
 		f.finishOp(n.pending[0])
 	}
-	if n.orphan != nil {
-		_ = n.orphan.Close()
-		n.orphan = nil
-	}
-	if f.byIno && n.kind == kindFile {
+	if n.kind == kindFile {
 		_ = f.base.Remove(f.where(n))
 	}
 	delete(f.files, n)
@@ -351,13 +345,7 @@ func (f *FS) SyncAll() error {
 }
 
 func (f *FS) size(n *node) (int64, error) {
-	var fi fs.FileInfo
-	var err error
-	if n.orphan != nil {
-		fi, err = n.orphan.Stat()
-	} else {
-		fi, err = f.lstat(f.where(n))
-	}
+	fi, err := f.base.Stat(f.where(n))
 	if err != nil {
 		return 0, err
 	}
@@ -366,21 +354,6 @@ func (f *FS) size(n *node) (int64, error) {
 
 // content returns the current bytes of the file node n.
 func (f *FS) content(n *node) ([]byte, error) {
-	if n.orphan != nil {
-		fi, err := n.orphan.Stat()
-		if err != nil {
-			return nil, err
-		}
-		b := make([]byte, fi.Size())
-		k, err := n.orphan.ReadAt(b, 0)
-		if err != nil && err != io.EOF {
-			return nil, err
-		}
-		return b[:k], nil
-	}
-	if n.parent == nil && !f.byIno {
-		return nil, nil // unreachable: a dropped node
-	}
 	return afero.ReadFile(f.base, f.where(n))
 }
 
@@ -399,9 +372,7 @@ type CrashOptions struct {
 
 // Crash returns a new, independent FS holding what a power cut at this
 // instant would leave. The receiver is not changed and stays usable. The new
-// FS is like one from New (whatever the receiver's base): its bytes are in a
-// private afero.MemMapFs, so its operations' cost does not grow with the
-// number of files either. Crash itself copies every surviving file.
+// FS is like one from New. Crash itself copies every surviving file.
 //
 // With KeepUnsynced 0 the result is exactly the durable state:
 //   - an entry exists only if its creation or rename was made durable by
@@ -432,9 +403,8 @@ type CrashOptions struct {
 //     it that was moved out of it first.
 //
 // Claims are not carried over (the locks die with the process), nor are
-// watches. Entries that are neither files nor directories (only possible with
-// NewOn over a disk) are left out. If a file's content cannot be read from the
-// base, every method of the returned FS fails with that error.
+// watches. If a file's content cannot be read from the base, every method of
+// the returned FS fails with that error.
 func (f *FS) Crash(opts CrashOptions) *FS {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -501,14 +471,13 @@ func (c *crasher) dir(d, od *node, at string) error {
 		}
 		c.seen[n] = true
 		var m *node
-		switch n.kind {
-		case kindDir:
+		if n.kind == kindDir {
 			m = newNode(kindDir)
 			m.born = n.born
 			if err := c.dir(n, m, p); err != nil {
 				return err
 			}
-		case kindFile:
+		} else {
 			data, err := c.f.content(n)
 			if err != nil {
 				return err
@@ -520,8 +489,6 @@ func (c *crasher) dir(d, od *node, at string) error {
 			}
 			m.syncedLen = int64(len(data))
 			c.out.files[m] = struct{}{}
-		default:
-			continue // a symbolic link or special file of a NewOn base
 		}
 		m.parent, m.name = od, name
 		od.children[name] = m

@@ -1,20 +1,17 @@
 // Package memfs is an in-memory implementation of the mqb filesystem contract
 // (core.FS) with a crash model, for tests and benchmarks.
 //
-// The contents live in an afero.Fs; the namespace is kept and checked by
-// memfs itself so that the contract holds exactly: exclusive create, rename
-// that never replaces, sorted listings, *fs.PathError values wrapping
-// fs.ErrExist, fs.ErrNotExist, syscall.ENOTEMPTY or core.ErrLocked. Claims
-// are locks in an in-process table; WatchDir wakes waiters in-process;
-// SyncAll flushes every file written since it last ran.
+// The namespace is kept and checked by memfs itself so that the contract
+// holds exactly: exclusive create, rename that never replaces, sorted
+// listings, *fs.PathError values wrapping fs.ErrExist, fs.ErrNotExist,
+// syscall.ENOTEMPTY or core.ErrLocked. Claims are locks in an in-process
+// table; WatchDir wakes waiters in-process; SyncAll flushes every file
+// written since it last ran.
 //
-// New keeps file bytes in a private afero.MemMapFs under inode numbers, so
-// that renames and directories live only in memfs's tree and no operation
-// gets slower as files accumulate: use it for tests and benchmarks. NewOn
-// mirrors the tree by name into a base the caller gives (a MemMapFs to
-// inspect, or a directory on disk through afero.NewBasePathFs), so that the
-// base always reads as the spool; a rename is then a rename in the base, and
-// costs what the base makes it cost.
+// There is one way of storing bytes: each file's bytes live in a private
+// afero.MemMapFs under the file's inode number, so renames and directories
+// live only in memfs's tree and no operation gets slower as files
+// accumulate.
 //
 // The point of the package is Crash: memfs remembers what was made durable
 // (file bytes by File.Sync, SyncAll or Claim.Write; directory entries by
@@ -45,3 +42,6 @@
 //		_ = after // reopen the spool on after and check its invariants
 //	}
 package memfs
+
+// Name is this backend's name in a spool's backend option (backend=memfs).
+const Name = "memfs"

@@ -32,22 +32,14 @@ var (
 // CreateExcl is exclusive, Rename never replaces, Remove refuses non-empty
 // directories, ReadDir is sorted.
 //
-// How the contents are stored depends on the constructor. An FS from New (or
-// Crash) owns a private afero.MemMapFs and keeps each file's bytes there
+// The file contents live in a private afero.MemMapFs, each file's bytes
 // under a key of its own, its inode number, that never changes: a rename or
 // a directory exists only in the FS's tree and costs the same however many
-// files there are. An FS from NewOn mirrors its tree into the base by name,
-// so that the base stays a readable copy of the spool (that is what a caller
-// passing a base expects: a directory on disk to inspect, or files put there
-// beforehand); each operation makes a fixed number of calls into the base,
-// and costs whatever those cost there (afero.MemMapFs.Rename, for one, scans
-// every file of the MemMapFs, so use New rather than NewOn(afero.NewMemMapFs())
-// for large spools).
+// files there are.
 type FS struct {
 	mu      sync.Mutex
 	base    afero.Fs
-	byIno   bool   // the base is private and holds the bytes under inode keys
-	lastIno uint64 // byIno: the key of the newest file
+	lastIno uint64 // the key of the newest file
 	root    *node
 	initErr error
 
@@ -75,26 +67,23 @@ type nodeKind uint8
 const (
 	kindFile nodeKind = iota
 	kindDir
-	kindOther // a symbolic link or special file found in the base by NewOn
 )
 
 // node is one file or directory (an inode): it keeps its identity across
 // renames, which is what the crash model tracks.
 type node struct {
 	kind nodeKind
-	mode fs.FileMode // type bits, for kindOther
-	ino  uint64      // a file of a byIno FS: the key of its bytes in the base
-	born time.Time   // directories: the modification time Stat reports (byIno)
+	ino  uint64    // files: the key of the bytes in the base
+	born time.Time // directories: the modification time Stat reports
 
 	// Current location; parent is nil for the root and for an unlinked node.
 	parent *node
 	name   string
 
 	// Files.
-	syncedLen int64      // the first syncedLen bytes of the content are durable
-	writing   bool       // its handle from CreateExcl is open
-	orphan    afero.File // read handle on the content once unlinked
-	claim     *claim     // the holder of the in-process lock, if any
+	syncedLen int64  // the first syncedLen bytes of the content are durable
+	writing   bool   // its handle from CreateExcl is open
+	claim     *claim // the holder of the in-process lock, if any
 
 	// Directories.
 	children  map[string]*node
@@ -121,33 +110,18 @@ func newNode(kind nodeKind) *node {
 	return n
 }
 
-// newFile returns a new file node, not linked yet, with its key when f
-// stores bytes by inode.
+// newFile returns a new file node, not linked yet, with its key.
 func (f *FS) newFile() *node {
 	n := newNode(kindFile)
-	if f.byIno {
-		f.lastIno++
-		n.ino = f.lastIno
-	}
+	f.lastIno++
+	n.ino = f.lastIno
 	return n
 }
 
-// at returns the base name of the bytes of the file n, whose current name is
-// name: its inode key, or the name itself under "/" of the base.
-func (f *FS) at(n *node, name string) string {
-	if f.byIno {
-		return "/" + strconv.FormatUint(n.ino, 10)
-	}
-	return basePath(name)
-}
-
-// where is at for a node whose name the caller does not know (it may have
-// none: an unlinked file of a byIno FS still has its key).
+// where returns the name in the base of the bytes of the file n: its key,
+// which stays the same across renames and after n is unlinked.
 func (f *FS) where(n *node) string {
-	if f.byIno {
-		return f.at(n, "")
-	}
-	return basePath(n.rel())
+	return "/" + strconv.FormatUint(n.ino, 10)
 }
 
 // rel returns the current name of n relative to the root ("." for the root).
@@ -169,66 +143,13 @@ func (n *node) rel() string {
 // they copy the tree and list a directory; SyncAll visits the files written
 // since the last SyncAll).
 func New() *FS {
-	return newByIno(afero.NewMemMapFs())
+	return newWithBase(afero.NewMemMapFs())
 }
 
-// newByIno returns an empty FS that keeps file bytes in base, which nobody
-// else sees, under inode keys; directories exist only in the FS's tree.
-func newByIno(base afero.Fs) *FS {
-	return &FS{base: base, byIno: true, root: newNode(kindDir), files: map[*node]struct{}{}, unsynced: map[*node]struct{}{}}
-}
-
-// NewOn returns an FS over base: the spool root is "/" of base (wrap a disk
-// in afero.NewBasePathFs to root it elsewhere). Whatever base already holds is
-// taken as durable. base must not be changed by anyone else while the FS is in
-// use. If base cannot be listed, every method of the FS fails with that error
-// wrapped in an *fs.PathError.
-//
-// The base holds the spool's files and directories under their current names
-// (an unlinked file is kept open until no crash can bring it back), so it can
-// be inspected, or reopened with NewOn, at any time. The price is that each
-// Rename is a Rename of the base: cheap on a disk, but linear in the number of
-// files on an afero.MemMapFs, for which New is the fast choice.
-func NewOn(base afero.Fs) *FS {
-	f := &FS{base: base, root: newNode(kindDir), files: map[*node]struct{}{}, unsynced: map[*node]struct{}{}}
-	if err := f.scan(f.root, "/"); err != nil {
-		f.initErr = err
-	}
-	return f
-}
-
-// scan loads the existing tree of the base into the model, all of it durable.
-func (f *FS) scan(d *node, dir string) error {
-	infos, err := afero.ReadDir(f.base, dir)
-	if err != nil {
-		return err
-	}
-	for _, fi := range infos {
-		name := fi.Name()
-		if !fs.ValidPath(name) || strings.Contains(name, "/") {
-			continue
-		}
-		var c *node
-		switch mode := fi.Mode(); {
-		case mode.IsDir():
-			c = newNode(kindDir)
-			if err := f.scan(c, path.Join(dir, name)); err != nil {
-				return err
-			}
-		case mode.IsRegular():
-			c = newNode(kindFile)
-			c.syncedLen = fi.Size()
-			f.files[c] = struct{}{}
-		default:
-			c = newNode(kindOther)
-			c.mode = mode.Type()
-		}
-		c.parent, c.name = d, name
-		d.children[name] = c
-		d.durable[name] = c
-		c.durRefs = 1
-	}
-	return nil
+// newWithBase returns an empty FS that keeps its file bytes in base, which
+// nobody else may use (tests count the calls into it).
+func newWithBase(base afero.Fs) *FS {
+	return &FS{base: base, root: newNode(kindDir), files: map[*node]struct{}{}, unsynced: map[*node]struct{}{}}
 }
 
 // grew records that m may have reached a new peak size.
@@ -270,10 +191,6 @@ func baseErr(op, name string, err error) error {
 	return pathErr(op, name, err)
 }
 
-func basePath(rel string) string {
-	return path.Join("/", rel)
-}
-
 // check validates name; call it before taking the lock.
 func (f *FS) check(op, name string) error {
 	if !fs.ValidPath(name) {
@@ -292,11 +209,8 @@ func (f *FS) lookup(op, name string) (*node, error) {
 		return n, nil
 	}
 	for elem := range strings.SplitSeq(name, "/") {
-		switch n.kind {
-		case kindFile:
+		if n.kind == kindFile {
 			return nil, pathErr(op, name, syscall.ENOTDIR)
-		case kindOther:
-			return nil, pathErr(op, name, syscall.ELOOP)
 		}
 		c := n.children[elem]
 		if c == nil {
@@ -314,11 +228,8 @@ func (f *FS) parentOf(op, name string) (*node, string, error) {
 	if err != nil {
 		return nil, "", pathErr(op, name, err.(*fs.PathError).Err)
 	}
-	switch d.kind {
-	case kindFile:
+	if d.kind == kindFile {
 		return nil, "", pathErr(op, name, syscall.ENOTDIR)
-	case kindOther:
-		return nil, "", pathErr(op, name, syscall.ELOOP)
 	}
 	return d, elem, nil
 }
@@ -364,7 +275,7 @@ func (f *FS) CreateExcl(name string) (core.File, error) {
 		return nil, pathErr(op, name, fs.ErrExist)
 	}
 	n := f.newFile()
-	h, err := f.base.OpenFile(f.at(n, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	h, err := f.base.OpenFile(f.where(n), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, baseErr(op, name, err)
 	}
@@ -376,8 +287,7 @@ func (f *FS) CreateExcl(name string) (core.File, error) {
 }
 
 // Open opens the regular file name for reading. It fails with fs.ErrNotExist
-// when name does not exist, syscall.EISDIR for a directory and syscall.ELOOP
-// for a symbolic link (never followed).
+// when name does not exist and syscall.EISDIR for a directory.
 func (f *FS) Open(name string) (core.File, error) {
 	const op = "open"
 	if err := f.check(op, name); err != nil {
@@ -389,13 +299,10 @@ func (f *FS) Open(name string) (core.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch n.kind {
-	case kindDir:
+	if n.kind == kindDir {
 		return nil, pathErr(op, name, syscall.EISDIR)
-	case kindOther:
-		return nil, pathErr(op, name, syscall.ELOOP)
 	}
-	h, err := f.base.Open(f.at(n, name))
+	h, err := f.base.Open(f.where(n))
 	if err != nil {
 		return nil, baseErr(op, name, err)
 	}
@@ -441,11 +348,6 @@ func (f *FS) Rename(oldname, newname string) error {
 			return pathErr(op, newname, syscall.EINVAL)
 		}
 	}
-	if !f.byIno {
-		if err := f.base.Rename(basePath(oldname), basePath(newname)); err != nil {
-			return baseErr(op, oldname, err)
-		}
-	}
 	from := slot{n.parent, n.name}
 	unlink(n)
 	n.parent, n.name = d, elem
@@ -486,27 +388,11 @@ func (f *FS) Remove(name string) error {
 	if n.kind == kindDir && len(n.children) > 0 {
 		return pathErr(op, name, syscall.ENOTEMPTY)
 	}
-	var orphan afero.File
-	if !f.byIno {
-		// The base mirrors the tree. Keep the content reachable: a crash
-		// may undo this removal. (By inode, the bytes stay under their
-		// key until the node is forgotten.)
-		if n.kind == kindFile {
-			if orphan, err = f.base.Open(basePath(name)); err != nil {
-				return baseErr(op, name, err)
-			}
-		}
-		if err := f.base.Remove(basePath(name)); err != nil {
-			if orphan != nil {
-				_ = orphan.Close()
-			}
-			return baseErr(op, name, err)
-		}
-	}
+	// The bytes stay under their key until the node is forgotten: a crash
+	// may undo this removal.
 	from := slot{n.parent, n.name}
 	unlink(n)
 	n.parent = nil
-	n.orphan = orphan
 	f.logOp(&dirOp{kind: opRemove, n: n, from: from})
 	f.maybeDrop(n)
 	return nil
@@ -531,11 +417,6 @@ func (f *FS) Mkdir(name string) error {
 	}
 	if d.children[elem] != nil {
 		return pathErr(op, name, fs.ErrExist)
-	}
-	if !f.byIno {
-		if err := f.base.Mkdir(basePath(name), 0o755); err != nil {
-			return baseErr(op, name, err)
-		}
 	}
 	f.link(d, elem, newNode(kindDir))
 	return nil
@@ -562,11 +443,8 @@ func (f *FS) ReadDir(name string) ([]fs.DirEntry, error) {
 	out := make([]fs.DirEntry, 0, len(n.children))
 	for elem, c := range n.children {
 		var typ fs.FileMode
-		switch c.kind {
-		case kindDir:
+		if c.kind == kindDir {
 			typ = fs.ModeDir
-		case kindOther:
-			typ = c.mode
 		}
 		out = append(out, &dirEntry{fsys: f, name: elem, full: path.Join(name, elem), typ: typ})
 	}
@@ -587,22 +465,14 @@ func (f *FS) Stat(name string) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	if f.byIno && n.kind == kindDir {
+	if n.kind == kindDir {
 		return &dirInfo{name: path.Base(name), mod: n.born}, nil
 	}
-	fi, err := f.lstat(f.at(n, name))
+	fi, err := f.base.Stat(f.where(n))
 	if err != nil {
 		return nil, baseErr(op, name, err)
 	}
 	return &fileInfo{FileInfo: fi, name: path.Base(name)}, nil
-}
-
-func (f *FS) lstat(p string) (fs.FileInfo, error) {
-	if l, ok := f.base.(afero.Lstater); ok {
-		fi, _, err := l.LstatIfPossible(p)
-		return fi, err
-	}
-	return f.base.Stat(p)
 }
 
 // fileInfo reports the name as the caller spelled its last element.
@@ -613,7 +483,7 @@ type fileInfo struct {
 
 func (fi *fileInfo) Name() string { return fi.name }
 
-// dirInfo describes a directory of a byIno FS, which has none in the base.
+// dirInfo describes a directory, which has none in the base.
 type dirInfo struct {
 	name string
 	mod  time.Time

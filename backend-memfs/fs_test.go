@@ -3,13 +3,10 @@ package memfs_test
 import (
 	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 	"syscall"
 	"testing"
 
-	"github.com/spf13/afero"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -310,98 +307,4 @@ func TestOptionalInterfaces(t *testing.T) {
 	assert.True(t, ok)
 	_, ok = fsys.(core.FSSyncer)
 	assert.True(t, ok)
-}
-
-func TestNewOnExistingContent(t *testing.T) {
-	base := afero.NewMemMapFs()
-	require.NoError(t, base.MkdirAll("/spool/000", 0o755))
-	require.NoError(t, afero.WriteFile(base, "/spool/000/001.bin", []byte("one"), 0o644))
-	require.NoError(t, afero.WriteFile(base, "/top", []byte("t"), 0o644))
-
-	fsys := memfs.NewOn(base)
-	want := map[string]string{"spool": "/", "spool/000": "/", "spool/000/001.bin": "one", "top": "t"}
-	assert.Equal(t, want, tree(t, fsys))
-	assert.Equal(t, want, tree(t, crash(fsys)), "what the base held is durable")
-
-	write(t, fsys, "spool/000/002.bin", "two", true)
-	ok, err := afero.Exists(base, "/spool/000/002.bin")
-	require.NoError(t, err)
-	assert.True(t, ok, "names map under / of the base")
-}
-
-// NewOn keeps the base a readable copy of the tree: every entry is there
-// under its current name, and only there.
-func TestNewOnMirrorsNames(t *testing.T) {
-	base := afero.NewMemMapFs()
-	fsys := memfs.NewOn(base)
-	mkdir(t, fsys, "d")
-	write(t, fsys, "d/a.tmp", "one", true)
-	write(t, fsys, "gone", "x", true)
-	syncDir(t, fsys, ".")
-	require.NoError(t, fsys.Rename("d/a.tmp", "d/a"))
-	require.NoError(t, fsys.Rename("d", "e"))
-	require.NoError(t, fsys.Remove("gone"))
-
-	got := map[string]string{}
-	require.NoError(t, afero.Walk(base, "/", func(p string, fi fs.FileInfo, err error) error {
-		require.NoError(t, err)
-		if p == "/" {
-			return nil
-		}
-		if fi.IsDir() {
-			got[p] = "/"
-		} else {
-			b, err := afero.ReadFile(base, p)
-			require.NoError(t, err)
-			got[p] = string(b)
-		}
-		return nil
-	}))
-	assert.Equal(t, map[string]string{"/e": "/", "/e/a": "one"}, got)
-	assert.Equal(t, "x", read(t, crash(fsys), "gone"), "still recoverable until the removal is synced")
-}
-
-func TestNewOnMissingRoot(t *testing.T) {
-	fsys := memfs.NewOn(afero.NewBasePathFs(afero.NewOsFs(), filepath.Join(t.TempDir(), "nope")))
-	_, err := fsys.CreateExcl("a")
-	requirePathErr(t, err, "a", fs.ErrNotExist)
-	requirePathErr(t, fsys.SyncAll(), ".", fs.ErrNotExist)
-}
-
-// On a disk base there can be symbolic links: they are never followed.
-func TestNewOnDiskSymlinks(t *testing.T) {
-	dir := t.TempDir()
-	outside := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(outside, "secret"), []byte("s"), 0o644))
-	require.NoError(t, os.Symlink(filepath.Join(outside, "secret"), filepath.Join(dir, "link")))
-	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "dirlink")))
-	require.NoError(t, os.Symlink(filepath.Join(dir, "gone"), filepath.Join(dir, "dangling")))
-
-	fsys := memfs.NewOn(afero.NewBasePathFs(afero.NewOsFs(), dir))
-	_, err := fsys.Open("link")
-	requirePathErr(t, err, "link", syscall.ELOOP)
-	_, err = fsys.Open("dirlink/secret")
-	requirePathErr(t, err, "dirlink/secret", syscall.ELOOP)
-	_, err = fsys.CreateExcl("dangling")
-	requirePathErr(t, err, "dangling", fs.ErrExist)
-	_, err = fsys.CreateExcl("dirlink/new")
-	requirePathErr(t, err, "dirlink/new", syscall.ELOOP)
-
-	fi, err := fsys.Stat("link")
-	require.NoError(t, err)
-	assert.Equal(t, fs.ModeSymlink, fi.Mode().Type())
-	ents, err := fsys.ReadDir(".")
-	require.NoError(t, err)
-	require.Len(t, ents, 3)
-	for _, e := range ents {
-		assert.Equal(t, fs.ModeSymlink, e.Type(), e.Name())
-	}
-
-	write(t, fsys, "real", "on disk", true)
-	b, err := os.ReadFile(filepath.Join(dir, "real"))
-	require.NoError(t, err)
-	assert.Equal(t, "on disk", string(b))
-	require.NoError(t, fsys.Remove("link"))
-	_, err = os.Stat(filepath.Join(outside, "secret"))
-	require.NoError(t, err, "removing a link leaves its target")
 }

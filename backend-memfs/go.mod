@@ -15,7 +15,6 @@ require (
 )
 
 replace (
-	github.com/mqb-project/mqb/backend-os => ../backend-os
 	github.com/mqb-project/mqb/conformance => ../conformance
 	github.com/mqb-project/mqb/core => ../core
 )

@@ -36,7 +36,7 @@ func (f *FS) Lock(name string) (core.Claim, error) {
 	var h afero.File
 	if n == nil {
 		n = f.newFile()
-		if h, err = f.base.OpenFile(f.at(n, name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644); err != nil {
+		if h, err = f.base.OpenFile(f.where(n), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644); err != nil {
 			return nil, baseErr(op, name, err)
 		}
 		f.link(d, elem, n)
@@ -44,12 +44,10 @@ func (f *FS) Lock(name string) (core.Claim, error) {
 		switch {
 		case n.kind == kindDir:
 			return nil, pathErr(op, name, syscall.EISDIR)
-		case n.kind == kindOther:
-			return nil, pathErr(op, name, syscall.ELOOP)
 		case n.claim != nil:
 			return nil, pathErr(op, name, core.ErrLocked)
 		}
-		if h, err = f.base.OpenFile(f.at(n, name), os.O_RDWR, 0); err != nil {
+		if h, err = f.base.OpenFile(f.where(n), os.O_RDWR, 0); err != nil {
 			return nil, baseErr(op, name, err)
 		}
 	}

@@ -51,3 +51,7 @@
 //	}
 //	return fsys.SyncDir(".") // the new name is durable
 package osfs
+
+// Name is this backend's name in a spool's backend option (backend=os),
+// the default.
+const Name = "os"

@@ -12,7 +12,6 @@ require (
 require go.yaml.in/yaml/v3 v3.0.5 // indirect
 
 replace (
-	github.com/mqb-project/mqb/backend-memfs => ../backend-memfs
 	github.com/mqb-project/mqb/conformance => ../conformance
 	github.com/mqb-project/mqb/core => ../core
 )

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	memfs "github.com/mqb-project/mqb/backend-memfs"
+	osfs "github.com/mqb-project/mqb/backend-os"
 	"github.com/mqb-project/mqb/bench/benchrun"
 	"github.com/mqb-project/mqb/core"
 )
@@ -21,7 +23,7 @@ func matrix(op string) []benchrun.Case {
 		Sizes:      []int{100, 1 << 10, 64 << 10, 1 << 20},
 		Sidecars:   []bool{true, false},
 		Layouts:    []string{benchrun.LayoutFlat, benchrun.LayoutSharded},
-		Backends:   []string{benchrun.BackendOS, benchrun.BackendMemFS},
+		Backends:   []string{osfs.Name, memfs.Name},
 	}
 	return cfg.Cases()
 }
@@ -188,7 +190,7 @@ func BenchmarkProduceBounded(b *testing.B) {
 	for _, fsync := range []core.FsyncPolicy{core.FsyncNone, core.FsyncBatch, core.FsyncChunk} {
 		for _, batch := range []int{1, 256} {
 			c := benchrun.Case{Op: benchrun.OpProduce, Fsync: string(fsync), BatchSize: batch, PayloadBytes: 1 << 10,
-				Sidecar: true, Layout: benchrun.LayoutFlat, Backend: benchrun.BackendOS, Bounded: true}
+				Sidecar: true, Layout: benchrun.LayoutFlat, Backend: osfs.Name, Bounded: true}
 			b.Run(c.Name(), func(b *testing.B) {
 				r := measureCase(b, benchDir(b), c, b.N, b.ResetTimer)
 				b.StopTimer()

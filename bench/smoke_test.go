@@ -3,6 +3,10 @@ package bench
 import (
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	osfs "github.com/mqb-project/mqb/backend-os"
 	"github.com/mqb-project/mqb/bench/benchrun"
 )
 
@@ -23,7 +27,7 @@ func smokeCases(op string) []benchrun.Case {
 		if c.Layout != benchrun.LayoutFlat {
 			odd++
 		}
-		if c.Backend != benchrun.BackendOS {
+		if c.Backend != osfs.Name {
 			odd++
 		}
 		if odd == 0 || (odd == 1 && c.Fsync == "batch" && c.BatchSize == 16) {
@@ -40,22 +44,17 @@ func TestBenchmarkMatrixSmoke(t *testing.T) {
 	dir := t.TempDir()
 	for _, op := range []string{benchrun.OpProduce, benchrun.OpConsume} {
 		cases := smokeCases(op)
-		if len(cases) != 3*3+3+1+1+1 {
-			t.Fatalf("%d smoke cases for %s", len(cases), op)
-		}
+		require.Len(t, cases, 3*3+3+1+1+1, "smoke cases for %s", op)
 		for _, c := range cases {
 			n := 3
 			if c.PayloadBytes >= 1<<20 {
 				n = 1
 			}
 			r := measureCase(t, dir, c, n, nil)
-			if len(r.sums) < 2 || r.arms[len(r.arms)-1] != benchrun.ArmSpool {
-				t.Fatalf("%s %s: arms %v", op, c.Name(), r.arms)
-			}
+			require.GreaterOrEqual(t, len(r.sums), 2, "%s %s: arms %v", op, c.Name(), r.arms)
+			require.Equal(t, benchrun.ArmSpool, r.arms[len(r.arms)-1], "%s %s: the last arm", op, c.Name())
 			for i, d := range r.sums {
-				if d <= 0 {
-					t.Errorf("%s %s: arm %s took %v", op, c.Name(), r.arms[i], d)
-				}
+				assert.Positive(t, d, "%s %s: arm %s", op, c.Name(), r.arms[i])
 			}
 		}
 	}

@@ -14,10 +14,11 @@ import (
 	"github.com/mqb-project/mqb/core"
 )
 
-// Names of the built-in spool backends, as given in the backend option.
+// Names of the built-in spool backends, as given in the backend option;
+// each backend defines its own.
 const (
-	BackendOS    = "os"
-	BackendMemFS = "memfs"
+	BackendOS    = osfs.Name
+	BackendMemFS = memfs.Name
 )
 
 func openOS(o core.Options, create bool) (core.FS, error) {

@@ -4,12 +4,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"reflect"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/mqb-project/mqb/core/option"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/mqb-project/mqb/bridge"
 	_ "github.com/mqb-project/mqb/bridge/all"
@@ -122,9 +123,7 @@ func TestReferencePages(t *testing.T) {
 				return
 			}
 			spec, ok := refSpecs[name]
-			if !ok {
-				t.Fatalf("connector %q has no entry in refSpecs (bridge/reference_test.go): add one so that %s documents it", name, pageName(name))
-			}
+			require.True(t, ok, "connector %q has no entry in refSpecs (bridge/reference_test.go): add one so that %s documents it", name, pageName(name))
 			urlFor := func(f option.Field, v string) string {
 				if b, ok := spec.urlParts[f.Name]; ok {
 					return b(v)
@@ -148,15 +147,13 @@ func checkSpecNames(t *testing.T, s *option.Schema, spec refSpec) {
 	t.Helper()
 	for _, m := range []map[string]string{spec.examples, spec.allowed} {
 		for name := range m {
-			if _, ok := s.Field(name); !ok {
-				t.Errorf("refSpecs names %q, which is not a field of %s", name, s.Name)
-			}
+			_, ok := s.Field(name)
+			assert.True(t, ok, "refSpecs names %q, which is not a field of %s", name, s.Name)
 		}
 	}
 	for name := range spec.urlParts {
-		if _, ok := s.Field(name); !ok {
-			t.Errorf("refSpecs names %q, which is not a field of %s", name, s.Name)
-		}
+		_, ok := s.Field(name)
+		assert.True(t, ok, "refSpecs names %q, which is not a field of %s", name, s.Name)
 	}
 }
 
@@ -168,18 +165,14 @@ func checkURLSpelling(t *testing.T, c *bridge.Connector, page schemadoc.Page) {
 		ex := page.Example(f)
 		u := page.URL(f, ex)
 		r, err := bridge.DefaultEnv.Resolve(bridge.Endpoint{URL: u})
-		if err != nil {
-			t.Errorf("%s: example URL %s: %v", f.Name, u, err)
+		if !assert.NoError(t, err, "%s: example URL %s", f.Name, u) {
 			continue
 		}
 		want, err := c.Schema.DecodeMap(requiredPlus(t, c, r.Values, f.Name, ex))
-		if err != nil {
-			t.Errorf("%s: example value %q: %v", f.Name, ex, err)
+		if !assert.NoError(t, err, "%s: example value %q", f.Name, ex) {
 			continue
 		}
-		if got, w := value(r.Values, f), value(want, f); !reflect.DeepEqual(got, w) {
-			t.Errorf("%s: example URL %s sets it to %v, want %v", f.Name, u, got, w)
-		}
+		assert.Equal(t, value(want, f), value(r.Values, f), "%s: what example URL %s sets it to", f.Name, u)
 	}
 }
 
@@ -188,9 +181,7 @@ func checkURLSpelling(t *testing.T, c *bridge.Connector, page schemadoc.Page) {
 func checkYAMLSpelling(t *testing.T, c *bridge.Connector, base string, examples map[string]string) {
 	t.Helper()
 	baseRes, err := bridge.DefaultEnv.Resolve(bridge.Endpoint{URL: base})
-	if err != nil {
-		t.Fatalf("base URL %s: %v", base, err)
-	}
+	require.NoError(t, err, "base URL %s", base)
 	page := schemadoc.Page{Schema: c.Schema, Examples: examples}
 	for _, f := range c.Schema.Fields {
 		ex := page.Example(f)
@@ -203,23 +194,18 @@ func checkYAMLSpelling(t *testing.T, c *bridge.Connector, base string, examples 
 		}
 		fmt.Fprintf(&b, "    %s: %s\noutput:\n  url: \"stdout://\"\n", f.Name, schemadoc.YAMLValue(f, ex))
 		cfg, err := bridge.ParseConfig(strings.NewReader(b.String()))
-		if err != nil {
-			t.Errorf("%s: YAML spelling:\n%s: %v", f.Name, b.String(), err)
+		if !assert.NoError(t, err, "%s: YAML spelling:\n%s", f.Name, b.String()) {
 			continue
 		}
 		r, err := bridge.DefaultEnv.Resolve(cfg.Input)
-		if err != nil {
-			t.Errorf("%s: YAML spelling:\n%s: %v", f.Name, b.String(), err)
+		if !assert.NoError(t, err, "%s: YAML spelling:\n%s", f.Name, b.String()) {
 			continue
 		}
 		want, err := c.Schema.DecodeMap(requiredPlus(t, c, baseRes.Values, f.Name, ex))
-		if err != nil {
-			t.Errorf("%s: example value %q: %v", f.Name, ex, err)
+		if !assert.NoError(t, err, "%s: example value %q", f.Name, ex) {
 			continue
 		}
-		if got, w := value(r.Values, f), value(want, f); !reflect.DeepEqual(got, w) {
-			t.Errorf("%s: YAML `%s: %s` gives %v, want %v", f.Name, f.Name, schemadoc.YAMLValue(f, ex), got, w)
-		}
+		assert.Equal(t, value(want, f), value(r.Values, f), "%s: what YAML `%s: %s` gives", f.Name, f.Name, schemadoc.YAMLValue(f, ex))
 	}
 }
 
@@ -258,24 +244,20 @@ func checkConnectorPage(t *testing.T, c *bridge.Connector, generated string) {
 	exists := err == nil
 	if os.IsNotExist(err) && *updateReference {
 		old = []byte(pageTemplate(c))
-	} else if err != nil {
-		t.Fatalf("%v: every connector needs a reference page; create it with: go test ./bridge -run TestReferencePages -update", err)
+	} else {
+		require.NoError(t, err, "every connector needs a reference page; create it with: go test ./bridge -run TestReferencePages -update")
 	}
 	want, err := schemadoc.Splice(string(old), generated)
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
+	require.NoError(t, err, path)
 	if exists && want == string(old) {
 		return
 	}
 	if *updateReference {
-		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.WriteFile(path, []byte(want), 0o644))
 		t.Logf("rewrote %s", path)
 		return
 	}
-	t.Errorf("%s is out of date with the %s option table; run: go test ./bridge -run TestReferencePages -update\nfirst difference:\n%s",
+	assert.Fail(t, "reference page out of date", "%s is out of date with the %s option table; run: go test ./bridge -run TestReferencePages -update\nfirst difference:\n%s",
 		path, c.Name, firstDiff(string(old), want))
 }
 

@@ -16,16 +16,19 @@ import (
 	"github.com/mqb-project/mqb/core"
 )
 
+// benchFlags are the flags of mqb bench.
+type benchFlags struct {
+	dir, svgFile                string
+	fsyncs, sizes, ops, layouts []string
+	backends, sidecars          []string
+	batches, scale              []int
+	count, rounds, handoffCount int
+	asJSON, handoff             bool
+	scalePayload                string
+}
+
 func (a *app) benchCommand() *cobra.Command {
-	var (
-		dir, svgFile                string
-		fsyncs, sizes, ops, layouts []string
-		backends, sidecars          []string
-		batches, scale              []int
-		count, rounds, handoffCount int
-		asJSON, handoff             bool
-		scalePayload                string
-	)
+	var fl benchFlags
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure spool throughput on your filesystem against raw system calls",
@@ -52,75 +55,90 @@ wake-ups and with polling.`,
   mqb bench --dir /var/spool --scale 10000,100000
   mqb bench --dir /var/spool --handoff`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
-			if len(scale) > 0 {
-				size, err := benchrun.ParseSize(scalePayload)
-				if err != nil {
-					return usage(fmt.Errorf("--size: %w", err))
-				}
-				scaleLayouts := []string{benchrun.LayoutSharded}
-				if cmd.Flags().Changed("layout") {
-					scaleLayouts = layouts
-				}
-				return benchScale(cmd.Context(), out, errw, dir, scale, scaleLayouts, size, asJSON)
-			}
-			if handoff {
-				return benchHandoff(cmd.Context(), out, dir, handoffCount, asJSON)
-			}
-			cfg := benchrun.Config{Dir: dir, Ops: ops, Fsync: fsyncs, BatchSizes: batches, Layouts: layouts,
-				Backends: backends, Count: count, Rounds: rounds}
-			for _, s := range sizes {
-				n, err := benchrun.ParseSize(s)
-				if err != nil {
-					return usage(fmt.Errorf("--size: %w", err))
-				}
-				cfg.Sizes = append(cfg.Sizes, n)
-			}
-			for _, s := range sidecars {
-				switch s {
-				case "on", "true":
-					cfg.Sidecars = append(cfg.Sidecars, true)
-				case "off", "false":
-					cfg.Sidecars = append(cfg.Sidecars, false)
-				default:
-					return usage(fmt.Errorf("--sidecar %q: valid values are on, off", s))
-				}
-			}
-			if err := checkBenchFlags(cfg); err != nil {
-				return usage(err)
-			}
-			cfg.Progress = benchProgress(errw)
-			rep, err := benchrun.Run(cmd.Context(), cfg)
-			if rep != nil && len(rep.Results) > 0 {
-				if werr := writeBenchReport(out, rep, asJSON, svgFile); werr != nil && err == nil {
-					err = werr
-				}
-			}
-			if err != nil && cmd.Context().Err() != nil {
-				return fmt.Errorf("%w: %v (results so far are printed)", bridge.ErrInterrupted, err)
-			}
-			return err
-		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, &fl) },
 	}
-	f := cmd.Flags()
-	f.StringVar(&dir, "dir", ".", "directory on the filesystem to measure (a subdirectory is made and removed)")
-	f.StringSliceVar(&fsyncs, "fsync", []string{string(core.FsyncNone), string(core.FsyncBatch), string(core.FsyncChunk)}, "fsync policies: none, batch, chunk")
-	f.IntSliceVar(&batches, "batch-size", []int{1, 16, 256}, "messages per write and per read")
-	f.StringSliceVar(&sizes, "size", []string{"1KiB"}, "payload sizes, such as 100B, 1KiB, 64KiB, 1MiB")
-	f.IntVar(&count, "count", 1024, "messages per case and round")
-	f.IntVar(&rounds, "rounds", 5, "rounds per case; figures are medians")
-	f.StringSliceVar(&ops, "op", []string{benchrun.OpProduce, benchrun.OpConsume}, "operations: produce, consume (drain with ack)")
-	f.StringSliceVar(&sidecars, "sidecar", []string{"on"}, "metadata sidecars: on, off, or both as on,off")
-	f.StringSliceVar(&layouts, "layout", []string{benchrun.LayoutFlat}, "layouts: flat, sharded (shard_depth=2, shard_width=3)")
-	f.StringSliceVar(&backends, "backend", []string{benchrun.BackendOS}, "backends: os, memfs (in memory; the raw baseline stays on --dir)")
-	f.BoolVar(&asJSON, "json", false, "print one JSON object with a results array instead of a table")
-	f.StringVar(&svgFile, "svg", "", "also write a bar chart of msgs/s per policy and batch size to this SVG file")
-	f.IntSliceVar(&scale, "scale", nil, "instead: fill and drain backlogs of these sizes, such as 10000,100000,1000000 (sharded unless --layout is given)")
-	f.StringVar(&scalePayload, "scale-size", "1KiB", "payload size for --scale")
-	f.BoolVar(&handoff, "handoff", false, "instead: measure producer-to-consumer hand-off latency, wake-ups versus polling")
-	f.IntVar(&handoffCount, "handoff-count", 200, "messages for --handoff")
+	fl.register(cmd)
 	return cmd
+}
+
+func (fl *benchFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&fl.dir, "dir", ".", "directory on the filesystem to measure (a subdirectory is made and removed)")
+	f.StringSliceVar(&fl.fsyncs, "fsync", []string{string(core.FsyncNone), string(core.FsyncBatch), string(core.FsyncChunk)}, "fsync policies: none, batch, chunk")
+	f.IntSliceVar(&fl.batches, "batch-size", []int{1, 16, 256}, "messages per write and per read")
+	f.StringSliceVar(&fl.sizes, "size", []string{"1KiB"}, "payload sizes, such as 100B, 1KiB, 64KiB, 1MiB")
+	f.IntVar(&fl.count, "count", 1024, "messages per case and round")
+	f.IntVar(&fl.rounds, "rounds", 5, "rounds per case; figures are medians")
+	f.StringSliceVar(&fl.ops, "op", []string{benchrun.OpProduce, benchrun.OpConsume}, "operations: produce, consume (drain with ack)")
+	f.StringSliceVar(&fl.sidecars, "sidecar", []string{"on"}, "metadata sidecars: on, off, or both as on,off")
+	f.StringSliceVar(&fl.layouts, "layout", []string{benchrun.LayoutFlat}, "layouts: flat, sharded (shard_depth=2, shard_width=3)")
+	f.StringSliceVar(&fl.backends, "backend", []string{bridge.BackendOS}, "backends: os, memfs (in memory; the raw baseline stays on --dir)")
+	f.BoolVar(&fl.asJSON, "json", false, "print one JSON object with a results array instead of a table")
+	f.StringVar(&fl.svgFile, "svg", "", "also write a bar chart of msgs/s per policy and batch size to this SVG file")
+	f.IntSliceVar(&fl.scale, "scale", nil, "instead: fill and drain backlogs of these sizes, such as 10000,100000,1000000 (sharded unless --layout is given)")
+	f.StringVar(&fl.scalePayload, "scale-size", "1KiB", "payload size for --scale")
+	f.BoolVar(&fl.handoff, "handoff", false, "instead: measure producer-to-consumer hand-off latency, wake-ups versus polling")
+	f.IntVar(&fl.handoffCount, "handoff-count", 200, "messages for --handoff")
+}
+
+// runBench runs the mode the flags select: --scale, --handoff or the
+// throughput cases.
+func runBench(cmd *cobra.Command, fl *benchFlags) error {
+	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if len(fl.scale) > 0 {
+		size, err := benchrun.ParseSize(fl.scalePayload)
+		if err != nil {
+			return usage(fmt.Errorf("--size: %w", err))
+		}
+		scaleLayouts := []string{benchrun.LayoutSharded}
+		if cmd.Flags().Changed("layout") {
+			scaleLayouts = fl.layouts
+		}
+		return benchScale(cmd.Context(), out, errw, fl.dir, fl.scale, scaleLayouts, size, fl.asJSON)
+	}
+	if fl.handoff {
+		return benchHandoff(cmd.Context(), out, fl.dir, fl.handoffCount, fl.asJSON)
+	}
+	cfg, err := fl.config()
+	if err != nil {
+		return usage(err)
+	}
+	cfg.Progress = benchProgress(errw)
+	rep, err := benchrun.Run(cmd.Context(), cfg)
+	if rep != nil && len(rep.Results) > 0 {
+		if werr := writeBenchReport(out, rep, fl.asJSON, fl.svgFile); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if err != nil && cmd.Context().Err() != nil {
+		return fmt.Errorf("%w: %v (results so far are printed)", bridge.ErrInterrupted, err)
+	}
+	return err
+}
+
+// config turns the throughput flags into a benchrun.Config, refusing what
+// benchrun would refuse with an error naming the flag.
+func (fl *benchFlags) config() (benchrun.Config, error) {
+	cfg := benchrun.Config{Dir: fl.dir, Ops: fl.ops, Fsync: fl.fsyncs, BatchSizes: fl.batches, Layouts: fl.layouts,
+		Backends: fl.backends, Count: fl.count, Rounds: fl.rounds}
+	for _, s := range fl.sizes {
+		n, err := benchrun.ParseSize(s)
+		if err != nil {
+			return cfg, fmt.Errorf("--size: %w", err)
+		}
+		cfg.Sizes = append(cfg.Sizes, n)
+	}
+	for _, s := range fl.sidecars {
+		switch s {
+		case "on", "true":
+			cfg.Sidecars = append(cfg.Sidecars, true)
+		case "off", "false":
+			cfg.Sidecars = append(cfg.Sidecars, false)
+		default:
+			return cfg, fmt.Errorf("--sidecar %q: valid values are on, off", s)
+		}
+	}
+	return cfg, checkBenchFlags(cfg)
 }
 
 // checkBenchFlags reports the first flag value benchrun would refuse, as a
@@ -148,7 +166,7 @@ func checkBenchFlags(cfg benchrun.Config) error {
 		oneOf("fsync", cfg.Fsync, string(core.FsyncNone), string(core.FsyncBatch), string(core.FsyncChunk)),
 		oneOf("op", cfg.Ops, benchrun.OpProduce, benchrun.OpConsume),
 		oneOf("layout", cfg.Layouts, benchrun.LayoutFlat, benchrun.LayoutSharded),
-		oneOf("backend", cfg.Backends, benchrun.BackendOS, benchrun.BackendMemFS),
+		oneOf("backend", cfg.Backends, bridge.BackendOS, bridge.BackendMemFS),
 	} {
 		if err != nil {
 			return err

@@ -19,6 +19,9 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/mqb-project/mqb/bridge"
 	_ "github.com/mqb-project/mqb/bridge/all"
 )
@@ -94,9 +97,7 @@ var notRunRE = regexp.MustCompile(`^<!--\s*not-run:\s*(.+?)\s*-->$`)
 func parseBlocks(t *testing.T, root, rel string) []docBlock {
 	t.Helper()
 	f, err := os.Open(filepath.Join(root, rel))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer f.Close()
 	var (
 		blocks   []docBlock
@@ -136,11 +137,9 @@ func parseBlocks(t *testing.T, root, rel string) []docBlock {
 		buf.WriteString(line)
 		buf.WriteByte('\n')
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, sc.Err())
 	if cur != nil {
-		t.Errorf("%s:%d: code block is not closed", rel, cur.line)
+		assert.Fail(t, "unclosed code block", "%s:%d: code block is not closed", rel, cur.line)
 	}
 	return blocks
 }
@@ -163,9 +162,7 @@ func docFiles(t *testing.T, root string) []string {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	sort.Strings(files)
 	return files
 }
@@ -175,13 +172,9 @@ func TestDocExamples(t *testing.T) {
 		t.Skip("runs every documentation example; skipped with -short")
 	}
 	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	files := docFiles(t, root)
-	if len(files) == 0 {
-		t.Fatal("no documentation found under ../docs")
-	}
+	require.NotEmpty(t, files, "no documentation found under ../docs")
 	bin := mqb // built once by TestMain (e2e_test.go)
 	for _, rel := range files {
 		blocks := parseBlocks(t, root, rel)
@@ -196,19 +189,15 @@ func TestDocExamples(t *testing.T) {
 func runPage(t *testing.T, root, bin string, blocks []docBlock) {
 	sandbox := t.TempDir()
 	for _, p := range sandboxPrefixes {
-		if err := os.MkdirAll(filepath.Join(sandbox, p), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.MkdirAll(filepath.Join(sandbox, p), 0o755))
 	}
 	for _, d := range []string{"home", "tmp"} {
-		if err := os.MkdirAll(filepath.Join(sandbox, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, os.MkdirAll(filepath.Join(sandbox, d), 0o755))
 	}
 	// Pages such as the README run from the repository root and read
 	// examples/: give the sandbox a copy.
-	if err := os.CopyFS(filepath.Join(sandbox, "examples"), os.DirFS(filepath.Join(root, "examples"))); err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
+	if err := os.CopyFS(filepath.Join(sandbox, "examples"), os.DirFS(filepath.Join(root, "examples"))); !os.IsNotExist(err) {
+		require.NoError(t, err)
 	}
 	for _, b := range blocks {
 		where := fmt.Sprintf("%s:%d", b.file, b.line)
@@ -224,9 +213,7 @@ func runPage(t *testing.T, root, bin string, blocks []docBlock) {
 		case b.lang == "yaml" || b.lang == "yml":
 			checkYAMLBlock(t, where, b.text)
 		case b.lang == "":
-			if first := firstCommand(b.text); first == "mqb" {
-				t.Errorf("%s: an untagged block starts with an mqb command: tag it ```sh so that it is tested, or ```text if it is output", where)
-			}
+			assert.NotEqual(t, "mqb", firstCommand(b.text), "%s: an untagged block starts with an mqb command: tag it ```sh so that it is tested, or ```text if it is output", where)
 		}
 	}
 }
@@ -342,7 +329,7 @@ func requireServices(t *testing.T, where string, names []string) bool {
 		if err != nil {
 			msg := fmt.Sprintf("%s: needs %s at %s: %v", where, n, addr, err)
 			if os.Getenv("MQB_REQUIRE_SERVICES") == "1" {
-				t.Error(msg)
+				assert.Fail(t, "service unreachable", msg)
 			} else {
 				t.Log(msg + " (skipped; set MQB_REQUIRE_SERVICES=1 to fail instead)")
 			}
@@ -411,9 +398,7 @@ func seedSpool(t *testing.T, bin, sandbox string, u *url.URL) {
 	}
 	to.RawQuery = q.Encode()
 	out, err := exec.Command(bin, "copy", "--drain", "--from", "file://"+src+"?format=json", "--to", to.String()).CombinedOutput()
-	if err != nil {
-		t.Fatalf("seeding %s: %v\n%s", to.String(), err, out)
-	}
+	require.NoError(t, err, "seeding %s:\n%s", to.String(), out)
 }
 
 // writeFixture writes three records in format (guessed from the extension
@@ -437,12 +422,8 @@ func writeFixture(t *testing.T, path, format string) {
 	default:
 		data = "first line\nsecond line\nthird line\n"
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, []byte(data), 0o644))
 }
 
 // rmRE finds rm commands, whose arguments must all be in the sandbox.
@@ -456,7 +437,7 @@ func runShellBlock(t *testing.T, bin, sandbox, where, text string) bool {
 	for _, m := range rmRE.FindAllStringSubmatch(script, -1) {
 		for _, arg := range strings.Fields(m[1]) {
 			if !strings.HasPrefix(arg, "-") && !strings.HasPrefix(strings.Trim(arg, `'"`), sandbox) {
-				t.Errorf("%s: refusing to run: rm of %s, outside the sandbox (add its prefix to sandboxPrefixes)", where, arg)
+				assert.Fail(t, "rm outside the sandbox", "%s: refusing to run: rm of %s, outside the sandbox (add its prefix to sandboxPrefixes)", where, arg)
 				return false
 			}
 		}
@@ -482,11 +463,10 @@ func runShellBlock(t *testing.T, bin, sandbox, where, text string) bool {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	if ctx.Err() != nil {
-		t.Errorf("%s: example did not finish within %v (a route without --drain or stop_on_done waits forever; mark such blocks <!-- not-run: reason -->)\n--- script\n%s--- output\n%s", where, blockTimeout, script, out.String())
+		assert.Fail(t, "example timed out", "%s: example did not finish within %v (a route without --drain or stop_on_done waits forever; mark such blocks <!-- not-run: reason -->)\n--- script\n%s--- output\n%s", where, blockTimeout, script, out.String())
 		return false
 	}
-	if err != nil {
-		t.Errorf("%s: example failed: %v\n--- script\n%s--- output\n%s", where, err, script, out.String())
+	if !assert.NoError(t, err, "%s: example failed\n--- script\n%s--- output\n%s", where, script, out.String()) {
 		return false
 	}
 	return true
@@ -539,14 +519,12 @@ func checkYAMLBlock(t *testing.T, where, text string) {
 		return
 	}
 	cfg, err := bridge.ParseConfig(strings.NewReader(doc))
-	if err != nil {
-		t.Errorf("%s: not a valid route: %v\n%s", where, err, doc)
+	if !assert.NoError(t, err, "%s: not a valid route:\n%s", where, doc) {
 		return
 	}
 	for _, ep := range []bridge.Endpoint{cfg.Input, cfg.Output} {
-		if _, err := bridge.DefaultEnv.Resolve(ep); err != nil {
-			t.Errorf("%s: endpoint %s: %v", where, ep, err)
-		}
+		_, err := bridge.DefaultEnv.Resolve(ep)
+		assert.NoError(t, err, "%s: endpoint %s", where, ep)
 	}
 }
 
@@ -564,9 +542,7 @@ var (
 // headings.
 func TestDocLinks(t *testing.T) {
 	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	anchorCache := map[string]map[string]bool{}
 	anchorsOf := func(rel string) map[string]bool {
 		if a, ok := anchorCache[rel]; ok {
@@ -594,9 +570,7 @@ func TestDocLinks(t *testing.T) {
 	}
 	for _, rel := range docFiles(t, root) {
 		data, err := os.ReadFile(filepath.Join(root, rel))
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		inCode := false
 		for i, line := range strings.Split(string(data), "\n") {
 			if strings.HasPrefix(strings.TrimSpace(line), "```") {
@@ -621,11 +595,11 @@ func TestDocLinks(t *testing.T) {
 						t.Logf("%s: link to %s, which is not written yet", where, dest)
 						continue
 					}
-					t.Errorf("%s: link to %s: no such file", where, target)
+					assert.Fail(t, "broken link", "%s: link to %s: no such file", where, target)
 					continue
 				}
-				if frag != "" && strings.HasSuffix(dest, ".md") && !anchorsOf(dest)[frag] {
-					t.Errorf("%s: link to %s: %s has no heading with anchor #%s", where, target, dest, frag)
+				if frag != "" && strings.HasSuffix(dest, ".md") {
+					assert.True(t, anchorsOf(dest)[frag], "%s: link to %s: %s has no heading with anchor #%s", where, target, dest, frag)
 				}
 			}
 		}

@@ -540,7 +540,7 @@ func TestSpoolStatLsPeek(t *testing.T) {
 	assert.Equal(t, 3, st.Done.Count)
 
 	text := ok(t, "", "spool", "stat", "dir-spool://"+spool).stdout
-	assert.Regexp(t, `backlog\s+3 chunk\(s\), 11 B`, text)
+	assert.Regexp(t, `backlog\s+3 chunk\(s\), 11B`, text)
 	assert.Regexp(t, `done\s+success: 3 message\(s\)`, text)
 
 	ls := ok(t, "", "spool", "ls", "--json", "--limit", "2", spool).stdout

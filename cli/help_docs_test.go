@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/mqb-project/mqb/bridge"
 	"github.com/mqb-project/mqb/core"
@@ -19,9 +21,8 @@ func runHelp(t *testing.T, args ...string) string {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	a := &app{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, env: bridge.DefaultEnv}
-	if code := a.run(context.Background(), args); code != 0 {
-		t.Fatalf("mqb %s: exit %d\n%s", strings.Join(args, " "), code, errOut.String())
-	}
+	code := a.run(context.Background(), args)
+	require.Zero(t, code, "mqb %s: exit status\n%s", strings.Join(args, " "), errOut.String())
 	return out.String()
 }
 
@@ -46,17 +47,13 @@ func TestHelpShowsEveryDefault(t *testing.T) {
 					continue
 				}
 				flags++
-				if !strings.Contains(line, "(default ") {
-					t.Errorf("flag --%s has no default in the help:\n%s", m[1], line)
-				}
+				assert.Contains(t, line, "(default ", "flag --%s has no default in the help", m[1])
 			}
-			if c.HasAvailableFlags() && flags == 0 {
-				t.Errorf("no flags found in the help:\n%s", help)
+			if c.HasAvailableFlags() {
+				assert.NotZero(t, flags, "no flags found in the help:\n%s", help)
 			}
 			if len(path) > 0 {
-				if viaHelp := runHelp(t, append([]string{"help"}, path...)...); viaHelp != help {
-					t.Errorf("mqb help %s differs from --help:\n%s\n---\n%s", strings.Join(path, " "), viaHelp, help)
-				}
+				assert.Equal(t, help, runHelp(t, append([]string{"help"}, path...)...), "mqb help %s differs from --help", strings.Join(path, " "))
 			}
 		})
 		for _, sub := range c.Commands() {
@@ -81,17 +78,11 @@ func TestSpoolFieldsListsTheSchema(t *testing.T) {
 				break
 			}
 		}
-		if !found {
-			t.Errorf("mqb spool fields: no line for %s %s %s %s", f.Name, f.Type, schemadoc.Default(f), page.AllowedText(f))
-		}
-		if !strings.Contains(strings.Join(strings.Fields(out), " "), f.Doc) {
-			t.Errorf("mqb spool fields: the description of %s is missing", f.Name)
-		}
+		assert.True(t, found, "mqb spool fields: no line for %s %s %s %s", f.Name, f.Type, schemadoc.Default(f), page.AllowedText(f))
+		assert.Contains(t, strings.Join(strings.Fields(out), " "), f.Doc, "mqb spool fields: the description of %s", f.Name)
 	}
 	js := runHelp(t, "spool", "fields", "--json")
 	for _, f := range core.SpoolSchema.Fields {
-		if !strings.Contains(js, `"name": "`+f.Name+`"`) {
-			t.Errorf("mqb spool fields --json: %s is missing", f.Name)
-		}
+		assert.Contains(t, js, `"name": "`+f.Name+`"`, "mqb spool fields --json")
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mqb-project/mqb/bench/benchrun"
 	"github.com/mqb-project/mqb/core"
 )
 
@@ -134,7 +135,7 @@ func printStat(cmd *cobra.Command, r *statReport) {
 	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 	defer w.Flush()
 	fmt.Fprintf(w, "spool\t%s (backend %s)\n", r.Spool, r.Backend)
-	fmt.Fprintf(w, "backlog\t%d chunk(s), %s\n", r.Chunks, humanBytes(r.Bytes))
+	fmt.Fprintf(w, "backlog\t%d chunk(s), %s\n", r.Chunks, benchrun.FormatSize(r.Bytes))
 	if r.Oldest != nil {
 		fmt.Fprintf(w, "oldest\t%s\t%s\n", r.Oldest.Name, r.Oldest.Modified.Format(time.RFC3339))
 		fmt.Fprintf(w, "newest\t%s\t%s\n", r.Newest.Name, r.Newest.Modified.Format(time.RFC3339))
@@ -175,20 +176,6 @@ func printStat(cmd *cobra.Command, r *statReport) {
 		fmt.Fprintf(w, "other\t%d tmp file(s), %d orphan sidecar(s), %d unexpected file(s)\n", r.Tmp, r.Orphans, r.Unexpected)
 	}
 }
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
-
 func statBounds(o core.Options, st *core.Stats) *boundsInfo {
 	if !o.Bounds.Set() {
 		return nil
@@ -206,10 +193,10 @@ func (b *boundsInfo) String() string {
 		parts = append(parts, fmt.Sprintf("%d of %d messages (%d%%)", b.Chunks, b.MaxMessages, b.Chunks*100/b.MaxMessages))
 	}
 	if b.MaxBytes > 0 {
-		parts = append(parts, fmt.Sprintf("%s of %s (%d%%)", humanBytes(b.Bytes), humanBytes(b.MaxBytes), b.Bytes*100/b.MaxBytes))
+		parts = append(parts, fmt.Sprintf("%s of %s (%d%%)", benchrun.FormatSize(b.Bytes), benchrun.FormatSize(b.MaxBytes), b.Bytes*100/b.MaxBytes))
 	}
 	if b.MinFreeBytes > 0 {
-		parts = append(parts, "keeps "+humanBytes(b.MinFreeBytes)+" free on the filesystem")
+		parts = append(parts, "keeps "+benchrun.FormatSize(b.MinFreeBytes)+" free on the filesystem")
 	}
 	return strings.Join(parts, ", ") + "; when full: " + string(b.WhenFull)
 }

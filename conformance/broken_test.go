@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	memfs "github.com/mqb-project/mqb/backend-memfs"
 	"github.com/mqb-project/mqb/conformance"
 	"github.com/mqb-project/mqb/core"
 )
@@ -213,39 +212,6 @@ func (f shortReads) Open(name string) (core.File, error) {
 	return limitedFile{file, io.LimitReader(file, 4096)}, nil
 }
 
-// noSync is memfs whose Sync, SyncDir and SyncAll do nothing: its crash
-// model then loses what the spool believed durable.
-type noSync struct{ *memfs.FS }
-
-type noSyncFile struct{ core.File }
-
-func (noSyncFile) Sync() error { return nil }
-
-func (f noSync) CreateExcl(name string) (core.File, error) {
-	file, err := f.FS.CreateExcl(name)
-	if err != nil {
-		return nil, err
-	}
-	return noSyncFile{file}, nil
-}
-func (noSync) SyncDir(string) error { return nil }
-func (noSync) SyncAll() error       { return nil }
-
-// silentWatch is memfs whose watches never fire.
-type silentWatch struct{ *memfs.FS }
-
-type deafWatch struct{ ch chan struct{} }
-
-func (w deafWatch) C() <-chan struct{} { return w.ch }
-func (deafWatch) Close() error         { return nil }
-
-func (f silentWatch) WatchDir(name string) (core.DirWatch, error) {
-	if _, err := f.FS.Stat(name); err != nil {
-		return nil, err
-	}
-	return deafWatch{make(chan struct{})}, nil
-}
-
 func TestSuiteCatchesBrokenBackends(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -264,8 +230,6 @@ func TestSuiteCatchesBrokenBackends(t *testing.T) {
 		{"errors not wrapped", func(t *testing.T) core.FS { return flatErrors{newRootFS(t)} }, []string{"CreateExcl", "RenameNoReplace", "Remove"}},
 		{"rename makes directories", func(t *testing.T) core.FS { return renameMakesDirs{newRootFS(t)} }, []string{"RenameIntoMissingDir"}},
 		{"short reads", func(t *testing.T) core.FS { return shortReads{newRootFS(t)} }, []string{"FileReadWrite", "SpoolRoundTrip"}},
-		{"sync dropped", func(t *testing.T) core.FS { return noSync{memfs.New()} }, []string{"PowerCutChunk", "PowerCutBatch", "StaleDoneRemoved", "SyncDurability"}},
-		{"wake-ups never come", func(t *testing.T) core.FS { return silentWatch{memfs.New()} }, []string{"DirWatch"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -291,14 +255,9 @@ func TestSuiteCatchesBrokenBackends(t *testing.T) {
 		all = append(all, tc.fail...)
 	}
 	match := regexp.MustCompile("^(" + strings.Join(all, "|") + ")$")
-	for name, newFS := range map[string]func() core.FS{
-		"rootFS": func() core.FS { return newRootFS(t) },
-		"memfs":  func() core.FS { return memfs.New() },
-	} {
-		for _, r := range conformance.CheckConfig(context.Background(), conformance.Config{Match: match}, func() (core.FS, error) { return newFS(), nil }) {
-			if !r.Passed && !r.Skipped {
-				t.Errorf("control: %s fails on %s: %s", r.Name, name, r.Err)
-			}
+	for _, r := range conformance.CheckConfig(context.Background(), conformance.Config{Match: match}, func() (core.FS, error) { return newRootFS(t), nil }) {
+		if !r.Passed && !r.Skipped {
+			t.Errorf("control: %s fails on rootFS: %s", r.Name, r.Err)
 		}
 	}
 }
@@ -306,7 +265,7 @@ func TestSuiteCatchesBrokenBackends(t *testing.T) {
 // Check reports skips, failures and timeouts in its Results.
 func TestCheckResults(t *testing.T) {
 	// Everything but three of the four fault loops and the layouts, which
-	// TestRootFS and TestMemFS run.
+	// TestRootFS and the backends' TestConformance run.
 	skip := regexp.MustCompile(`^(FaultInjection(Batch|None|NonAtomic)|Layout_seq.*)$`)
 	want := 0
 	for _, n := range conformance.CheckNames() {

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -72,29 +71,20 @@ func checkCreateExclRace(t TB, e *env) {
 	const workers = 8
 	for round := range 20 {
 		name := fmt.Sprintf("race-%d", round)
-		var wg sync.WaitGroup
-		errs := make([]error, workers)
-		start := make(chan struct{})
-		for w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				f, err := fsys.CreateExcl(name)
-				if err == nil {
-					_, err = fmt.Fprintf(f, "writer %d", w)
-					if cerr := f.Close(); err == nil {
-						err = cerr
-					}
-					if err != nil {
-						err = fmt.Errorf("write after winning: %w", err)
-					}
-				}
-				errs[w] = err
-			}()
-		}
-		close(start)
-		wg.Wait()
+		errs := raceAll(workers, func(w int) error {
+			f, err := fsys.CreateExcl(name)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(f, "writer %d", w)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return fmt.Errorf("write after winning: %w", err)
+			}
+			return nil
+		})
 		winner := -1
 		for w, err := range errs {
 			switch {
@@ -192,19 +182,9 @@ func checkRenameRace(t TB, e *env) {
 		for w := range workers {
 			writeFile(t, fsys, fmt.Sprintf("src-%d-%d", round, w), fmt.Appendf(nil, "from %d", w))
 		}
-		var wg sync.WaitGroup
-		errs := make([]error, workers)
-		start := make(chan struct{})
-		for w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				errs[w] = fsys.Rename(fmt.Sprintf("src-%d-%d", round, w), dst)
-			}()
-		}
-		close(start)
-		wg.Wait()
+		errs := raceAll(workers, func(w int) error {
+			return fsys.Rename(fmt.Sprintf("src-%d-%d", round, w), dst)
+		})
 		winner := -1
 		for w, err := range errs {
 			src := fmt.Sprintf("src-%d-%d", round, w)
@@ -324,14 +304,7 @@ func checkReadDirSorted(t TB, e *env) {
 	for i, n := range order {
 		dirs[n] = i%5 == 0
 	}
-	for _, ent := range ents {
-		if ent.IsDir() != dirs[ent.Name()] || ent.Type().IsDir() != dirs[ent.Name()] {
-			t.Errorf("entry %q: IsDir %v, Type %v", ent.Name(), ent.IsDir(), ent.Type())
-		}
-		if !dirs[ent.Name()] && !ent.Type().IsRegular() {
-			t.Errorf("entry %q: a regular file reported as %v", ent.Name(), ent.Type())
-		}
-	}
+	direntTypes(t, ents, dirs)
 	// The same in a subdirectory, and after removals.
 	noErr(t, "Remove", fsys.Remove(want[1]))
 	ents, err = fsys.ReadDir(".")
@@ -363,6 +336,20 @@ func checkReadDirSorted(t TB, e *env) {
 	noErr(t, "ReadDir of an empty root", err)
 	if len(ents) != 0 {
 		t.Errorf("a fresh FS is not empty: %v", ents)
+	}
+}
+
+// direntTypes checks that each entry is reported as a directory exactly
+// when dirs says so, and as a regular file otherwise.
+func direntTypes(t TB, ents []fs.DirEntry, dirs map[string]bool) {
+	t.Helper()
+	for _, ent := range ents {
+		if ent.IsDir() != dirs[ent.Name()] || ent.Type().IsDir() != dirs[ent.Name()] {
+			t.Errorf("entry %q: IsDir %v, Type %v", ent.Name(), ent.IsDir(), ent.Type())
+		}
+		if !dirs[ent.Name()] && !ent.Type().IsRegular() {
+			t.Errorf("entry %q: a regular file reported as %v", ent.Name(), ent.Type())
+		}
 	}
 }
 
@@ -409,45 +396,8 @@ func checkSymlinks(t TB, e *env) {
 	noErr(t, "symlink out", symlink(outside, "out"))
 	noErr(t, "symlink payload", symlink("target", "000000005.bin"))
 
-	fi, err := fsys.Stat("link")
-	noErr(t, "Stat(link)", err)
-	if fi.Mode()&fs.ModeSymlink == 0 || fi.Mode().IsRegular() {
-		t.Errorf("Stat follows symbolic links: Stat(link) mode %v, want a symlink", fi.Mode())
-	}
-	if f, err := fsys.Open("link"); err == nil {
-		f.Close()
-		t.Errorf("Open followed a symbolic link")
-	}
-	if _, err := fsys.CreateExcl("dangling"); err == nil || exists(fsys, "nowhere") {
-		t.Errorf("CreateExcl through a dangling symbolic link succeeded (err %v)", err)
-	} else {
-		wantErr(t, "CreateExcl on a dangling symbolic link", err, fs.ErrExist)
-	}
-	if f, err := fsys.CreateExcl("ldir/x"); err == nil {
-		f.Close()
-		t.Errorf("CreateExcl through a symbolic link to a directory succeeded")
-	}
-	if exists(fsys, "dir/x") {
-		t.Errorf("a file appeared in dir through the link ldir")
-	}
-	if _, err := fsys.ReadDir("ldir"); err == nil {
-		t.Errorf("ReadDir followed a symbolic link to a directory")
-	}
-	if f, err := fsys.CreateExcl("out/escaped"); err == nil {
-		f.Close()
-		t.Errorf("CreateExcl through a symbolic link leading out of the root succeeded")
-	}
-	if err := fsys.Mkdir("out/escaped-dir"); err == nil {
-		t.Errorf("Mkdir through a symbolic link leading out of the root succeeded")
-	}
-	if root := rootOf(fsys); root != "" {
-		for _, n := range []string{"escaped", "escaped-dir"} {
-			if _, err := os.Lstat(filepath.Join(outside, n)); err == nil {
-				t.Errorf("%s was created outside the root", filepath.Join(outside, n))
-				os.RemoveAll(filepath.Join(outside, n))
-			}
-		}
-	}
+	symlinksNotFollowed(t, fsys)
+	symlinksNotEscaped(t, fsys, outside)
 	ents, err := fsys.ReadDir(".")
 	noErr(t, "ReadDir", err)
 	for _, ent := range ents {
@@ -474,6 +424,58 @@ func checkSymlinks(t TB, e *env) {
 	}
 	if !exists(fsys, "target") {
 		t.Errorf("the consumer removed the target of a link")
+	}
+}
+
+// symlinksNotFollowed checks that Stat, Open, CreateExcl and ReadDir treat
+// the links checkSymlinks planted as links.
+func symlinksNotFollowed(t TB, fsys core.FS) {
+	t.Helper()
+	fi, err := fsys.Stat("link")
+	noErr(t, "Stat(link)", err)
+	if fi.Mode()&fs.ModeSymlink == 0 || fi.Mode().IsRegular() {
+		t.Errorf("Stat follows symbolic links: Stat(link) mode %v, want a symlink", fi.Mode())
+	}
+	if f, err := fsys.Open("link"); err == nil {
+		f.Close()
+		t.Errorf("Open followed a symbolic link")
+	}
+	if _, err := fsys.CreateExcl("dangling"); err == nil || exists(fsys, "nowhere") {
+		t.Errorf("CreateExcl through a dangling symbolic link succeeded (err %v)", err)
+	} else {
+		wantErr(t, "CreateExcl on a dangling symbolic link", err, fs.ErrExist)
+	}
+	if f, err := fsys.CreateExcl("ldir/x"); err == nil {
+		f.Close()
+		t.Errorf("CreateExcl through a symbolic link to a directory succeeded")
+	}
+	if exists(fsys, "dir/x") {
+		t.Errorf("a file appeared in dir through the link ldir")
+	}
+	if _, err := fsys.ReadDir("ldir"); err == nil {
+		t.Errorf("ReadDir followed a symbolic link to a directory")
+	}
+}
+
+// symlinksNotEscaped checks that nothing is created through the link "out",
+// which leads to outside, the parent of the root.
+func symlinksNotEscaped(t TB, fsys core.FS, outside string) {
+	t.Helper()
+	if f, err := fsys.CreateExcl("out/escaped"); err == nil {
+		f.Close()
+		t.Errorf("CreateExcl through a symbolic link leading out of the root succeeded")
+	}
+	if err := fsys.Mkdir("out/escaped-dir"); err == nil {
+		t.Errorf("Mkdir through a symbolic link leading out of the root succeeded")
+	}
+	if rootOf(fsys) == "" {
+		return
+	}
+	for _, n := range []string{"escaped", "escaped-dir"} {
+		if _, err := os.Lstat(filepath.Join(outside, n)); err == nil {
+			t.Errorf("%s was created outside the root", filepath.Join(outside, n))
+			os.RemoveAll(filepath.Join(outside, n))
+		}
 	}
 }
 
@@ -591,20 +593,11 @@ func checkClaimRace(t TB, e *env) {
 	fsys := e.newFS()
 	const workers = 8
 	for round := range 20 {
-		var wg sync.WaitGroup
 		claims := make([]core.Claim, workers)
-		errs := make([]error, workers)
-		start := make(chan struct{})
-		for w := range workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				claims[w], errs[w] = fsys.Lock("CLAIM")
-			}()
-		}
-		close(start)
-		wg.Wait()
+		errs := raceAll(workers, func(w int) (err error) {
+			claims[w], err = fsys.Lock("CLAIM")
+			return err
+		})
 		won := 0
 		for w := range workers {
 			if errs[w] == nil {

@@ -2,20 +2,6 @@ module github.com/mqb-project/mqb/conformance
 
 go 1.26.0
 
-require (
-	github.com/mqb-project/mqb/backend-memfs v0.0.0
-	github.com/mqb-project/mqb/backend-os v0.0.0
-	github.com/mqb-project/mqb/core v0.0.0
-)
+require github.com/mqb-project/mqb/core v0.0.0
 
-require (
-	github.com/spf13/afero v1.15.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
-	golang.org/x/text v0.28.0 // indirect
-)
-
-replace (
-	github.com/mqb-project/mqb/backend-memfs => ../backend-memfs
-	github.com/mqb-project/mqb/backend-os => ../backend-os
-	github.com/mqb-project/mqb/core => ../core
-)
+replace github.com/mqb-project/mqb/core => ../core

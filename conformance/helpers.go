@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mqb-project/mqb/core"
@@ -38,10 +39,10 @@ func spoolOptions(t TB, query string) core.Options {
 	return o
 }
 
-// makePayload returns a payload that names its message and can be checked
+// MakePayload returns a payload that names its message and can be checked
 // for tearing: a header "mqb:<id>:<n>:" and n bytes derived from id, zero
 // bytes and high bytes included.
-func makePayload(id string, n int) []byte {
+func MakePayload(id string, n int) []byte {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(id))
 	seed := h.Sum32()
@@ -53,9 +54,9 @@ func makePayload(id string, n int) []byte {
 	return b
 }
 
-// parsePayload returns the id a payload from makePayload names, and whether
+// ParsePayload returns the id a payload from MakePayload names, and whether
 // the payload is whole and exact.
-func parsePayload(b []byte) (id string, ok bool) {
+func ParsePayload(b []byte) (id string, ok bool) {
 	if !bytes.HasPrefix(b, []byte("mqb:")) {
 		return "", false
 	}
@@ -74,7 +75,7 @@ func parsePayload(b []byte) (id string, ok bool) {
 	if err != nil || n < 0 {
 		return id, false
 	}
-	return id, bytes.Equal(b, makePayload(id, n))
+	return id, bytes.Equal(b, MakePayload(id, n))
 }
 
 // testMessage is message number i of a workload: its id names it, its
@@ -84,7 +85,7 @@ func testMessage(prefix string, i int) core.Message {
 	return core.Message{
 		ID:       id,
 		Metadata: map[string]string{"n": strconv.Itoa(i), "prefix": prefix},
-		Payload:  makePayload(id, (i*37)%300),
+		Payload:  MakePayload(id, (i*37)%300),
 	}
 }
 
@@ -247,7 +248,7 @@ func checkDeliveries(t TB, ds []*core.Delivery, msgs []core.Message, withSidecar
 	for i := range min(len(ds), len(msgs)) {
 		d, m := ds[i], msgs[i]
 		if !bytes.Equal(d.Payload, m.Payload) {
-			id, _ := parsePayload(d.Payload)
+			id, _ := ParsePayload(d.Payload)
 			t.Fatalf("delivery %d (%s): payload of %q, want %q (order or content broken)", i, d.Name, id, m.ID)
 		}
 		if i > 0 && d.Seq <= ds[i-1].Seq {
@@ -313,4 +314,21 @@ func (n names) sidecarName(seq uint64) string {
 	}
 	dir, leaf := n.base(seq)
 	return path.Join(dir, leaf+n.meta)
+}
+
+// raceAll runs fn for workers 0 to n-1 in goroutines released at the same
+// instant, and returns each worker's error once all have returned.
+func raceAll(n int, fn func(w int) error) []error {
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range n {
+		wg.Go(func() {
+			<-start
+			errs[w] = fn(w)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return errs
 }

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -86,8 +87,7 @@ func layoutCase1(t TB, e *env, q string, nm names) {
 	o := spoolOptions(t, q)
 	p, err := core.OpenProducer(fsys, o)
 	noErr(t, q+": OpenProducer", err)
-	const total = 23
-	msgs := testMessages("L", 0, total)
+	msgs := testMessages("L", 0, 23)
 	for i, n := range []int{1, 7, 15} {
 		from := []int{0, 1, 8}[i]
 		if k, err := p.Write(e.ctx, msgs[from:from+n]); err != nil || k != n {
@@ -95,9 +95,16 @@ func layoutCase1(t TB, e *env, q string, nm names) {
 		}
 	}
 	noErr(t, q+": Close", p.Close())
+	layoutWritten(t, fsys, q, nm, msgs)
+	layoutConsumed(t, e, fsys, o, q, nm, msgs)
+}
 
+// layoutWritten checks that the spool holds exactly the files and shard
+// directories nm names for msgs, and each payload byte for byte.
+func layoutWritten(t TB, fsys core.FS, q string, nm names, msgs []core.Message) {
+	t.Helper()
 	want := map[string]bool{core.ProducerFile: true}
-	for s := range uint64(total) {
+	for s := range uint64(len(msgs)) {
 		for _, n := range []string{nm.payloadName(s), nm.sidecarName(s)} {
 			if n == "" {
 				continue
@@ -108,22 +115,22 @@ func layoutCase1(t TB, e *env, q string, nm names) {
 			}
 		}
 	}
-	var wantList []string
-	for n := range want {
-		wantList = append(wantList, n)
-	}
-	slices.Sort(wantList)
-	got := tree(t, fsys)
-	if !slices.Equal(got, wantList) {
+	wantList := slices.Sorted(maps.Keys(want))
+	if got := tree(t, fsys); !slices.Equal(got, wantList) {
 		t.Fatalf("%s: the spool holds\n%q\nwant\n%q", q, got, wantList)
 	}
-	for s := range uint64(total) {
+	for s := range uint64(len(msgs)) {
 		if b := mustRead(t, fsys, nm.payloadName(s)); string(b) != string(msgs[s].Payload) {
 			t.Errorf("%s: %s does not hold the payload byte for byte", q, nm.payloadName(s))
 		}
 	}
+}
 
-	// Read in FIFO order; ack the first 10.
+// layoutConsumed reads msgs back in FIFO order, acking the first 10 and
+// checking that exactly their files went, then drains the rest: nothing but
+// the claims and the newest shard directory may stay.
+func layoutConsumed(t TB, e *env, fsys core.FS, o core.Options, q string, nm names, msgs []core.Message) {
+	t.Helper()
 	co := o
 	co.ExitWhenEmpty = true
 	c, err := core.OpenConsumer(fsys, co)
@@ -141,6 +148,7 @@ func layoutCase1(t TB, e *env, q string, nm names) {
 			t.Errorf("%s: %s still on disk after its ack", q, d.Name)
 		}
 	}
+	total := uint64(len(msgs))
 	for s := uint64(10); s < total; s++ {
 		if !exists(fsys, nm.payloadName(s)) {
 			t.Errorf("%s: %s gone before being acked", q, nm.payloadName(s))

@@ -172,13 +172,30 @@ type reopenReport struct {
 	delivered, lost, torn, tornSidecars, resurrected int
 }
 
+// reopen is one verifyReopen: what it checks against and what it found.
+type reopen struct {
+	ctx  context.Context
+	fsys core.FS
+	o    core.Options
+	l    *core.Layout
+	m    *model
+	r    rules
+	rep  reopenReport
+	errs []string
+	got  map[uint64]int // deliveries per sequence number
+	last uint64         // the last sequence number delivered
+}
+
+func (v *reopen) bad(format string, args ...any) {
+	v.errs = append(v.errs, fmt.Sprintf(format, args...))
+}
+
 // verifyReopen opens a producer and a consumer on fsys, after a failure or a
 // crash described by m, drains the spool and checks it against m and r. It
 // returns a description of every violation.
-func verifyReopen(ctx context.Context, fsys core.FS, o core.Options, m *model, r rules) (rep reopenReport, errs []string) {
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+func verifyReopen(ctx context.Context, fsys core.FS, o core.Options, m *model, r rules) (reopenReport, []string) {
 	l, _ := o.Layout()
-
+	v := &reopen{ctx: ctx, fsys: fsys, o: o, l: l, m: m, r: r, got: map[uint64]int{}}
 	// Every number that may have been seen must stay used.
 	var onDisk []uint64
 	_ = walkAll(fsys, func(name string) {
@@ -188,39 +205,16 @@ func verifyReopen(ctx context.Context, fsys core.FS, o core.Options, m *model, r
 	})
 	p, err := core.OpenProducer(fsys, o)
 	if err != nil {
-		bad("OpenProducer after the failure: %v", err)
-		return rep, errs
+		v.bad("OpenProducer after the failure: %v", err)
+		return v.rep, v.errs
 	}
-	defer func() {
-		if p != nil {
-			_ = p.Close()
-		}
-	}()
-	next := p.NextSeq()
-	for _, s := range onDisk {
-		if s >= next {
-			bad("the reopened producer starts at %d, but a file of %d exists", next, s)
-			break
-		}
-	}
-	for s := range m.seen {
-		if s >= next {
-			bad("the reopened producer starts at %d, but %d was delivered before: a number would be reused", next, s)
-			break
-		}
-	}
-	for s := range m.acked {
-		if s >= next {
-			bad("the reopened producer starts at %d, but %d was acknowledged before", next, s)
-			break
-		}
-	}
+	defer func() { _ = p.Close() }()
+	v.producerResumes(p.NextSeq(), onDisk)
 	if st, err := core.Scan(fsys, o); err != nil {
-		bad("Scan: %v", err)
+		v.bad("Scan: %v", err)
 	} else if st.Tmp != 0 || st.Orphans != 0 {
-		bad("after recovery the spool still has %d .tmp files and %d sidecars without payload", st.Tmp, st.Orphans)
+		v.bad("after recovery the spool still has %d .tmp files and %d sidecars without payload", st.Tmp, st.Orphans)
 	}
-
 	co := o
 	co.ExitWhenEmpty = true
 	if r.mayTear {
@@ -228,112 +222,157 @@ func verifyReopen(ctx context.Context, fsys core.FS, o core.Options, m *model, r
 	}
 	c, err := core.OpenConsumer(fsys, co)
 	if err != nil {
-		bad("OpenConsumer after the failure: %v", err)
-		return rep, errs
+		v.bad("OpenConsumer after the failure: %v", err)
+		return v.rep, v.errs
 	}
 	defer func() { _ = c.Close() }()
-	got := map[uint64]int{}
-	var last uint64
+	if v.drain(c) {
+		v.nothingLost()
+		v.worksOn(p, c)
+	}
+	return v.rep, v.errs
+}
+
+// producerResumes checks that the reopened producer, starting at next,
+// reuses no number on disk, delivered or acknowledged before.
+func (v *reopen) producerResumes(next uint64, onDisk []uint64) {
+	for _, s := range onDisk {
+		if s >= next {
+			v.bad("the reopened producer starts at %d, but a file of %d exists", next, s)
+			break
+		}
+	}
+	for s := range v.m.seen {
+		if s >= next {
+			v.bad("the reopened producer starts at %d, but %d was delivered before: a number would be reused", next, s)
+			break
+		}
+	}
+	for s := range v.m.acked {
+		if s >= next {
+			v.bad("the reopened producer starts at %d, but %d was acknowledged before", next, s)
+			break
+		}
+	}
+}
+
+// drain reads and acks until the spool is empty, judging each delivery. It
+// reports whether the consumer worked to the end.
+func (v *reopen) drain(c *core.Consumer) bool {
 	for {
-		rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		rctx, cancel := context.WithTimeout(v.ctx, 20*time.Second)
 		ds, err := c.Read(rctx, 8)
 		cancel()
 		if errors.Is(err, core.ErrEnd) {
-			break
+			return true
 		}
 		if err != nil {
-			bad("Read after the failure: %v", err)
-			return rep, errs
+			v.bad("Read after the failure: %v", err)
+			return false
 		}
 		for _, d := range ds {
-			rep.delivered++
-			if got[d.Seq] > 0 {
-				bad("%s delivered twice", d.Name)
-			}
-			got[d.Seq]++
-			if rep.delivered > 1 && d.Seq <= last {
-				bad("%s (%d) delivered after %d: FIFO order broken", d.Name, d.Seq, last)
-			}
-			last = d.Seq
-			msg, ok := m.sent[d.Seq]
-			if !ok {
-				bad("%s delivered, but no message was ever written with sequence %d", d.Name, d.Seq)
-				continue
-			}
-			if r.unackedGone && !m.acked[d.Seq] {
-				bad("%s (%s) delivered, but its Write failed and did not acknowledge it", d.Name, msg.ID)
-			}
-			if !bytes.Equal(d.Payload, msg.Payload) {
-				if bytes.HasPrefix(msg.Payload, d.Payload) && (r.mayTear || (r.tearUnacked && !m.acked[d.Seq])) {
-					rep.torn++
-				} else {
-					bad("%s: payload of %d bytes is not the %d written for %s (torn or foreign)", d.Name, len(d.Payload), len(msg.Payload), msg.ID)
-				}
-				continue
-			}
-			if l.Sidecars() && (d.MessageID != msg.ID || !equalMaps(d.Metadata, msg.Metadata)) {
-				if r.mayTear || (r.tearUnacked && !m.acked[d.Seq]) {
-					rep.tornSidecars++
-				} else {
-					bad("%s: sidecar gives id %q metadata %v, want %q %v", d.Name, d.MessageID, d.Metadata, msg.ID, msg.Metadata)
-				}
-			}
-			if m.consumed[d.Seq] {
-				if r.mayResurrect {
-					rep.resurrected++
-				} else {
-					bad("%s (%s) came back after its Ack returned", d.Name, msg.ID)
-				}
-			}
+			v.judge(d)
 		}
 		if err := c.Ack(ds...); err != nil {
-			bad("Ack after the failure: %v", err)
-			return rep, errs
+			v.bad("Ack after the failure: %v", err)
+			return false
 		}
 	}
+}
+
+// judge checks one delivery: once, in order, written, whole unless the
+// rules allow tearing, and not back after its Ack unless they allow that.
+func (v *reopen) judge(d *core.Delivery) {
+	v.rep.delivered++
+	if v.got[d.Seq] > 0 {
+		v.bad("%s delivered twice", d.Name)
+	}
+	v.got[d.Seq]++
+	if v.rep.delivered > 1 && d.Seq <= v.last {
+		v.bad("%s (%d) delivered after %d: FIFO order broken", d.Name, d.Seq, v.last)
+	}
+	v.last = d.Seq
+	msg, ok := v.m.sent[d.Seq]
+	if !ok {
+		v.bad("%s delivered, but no message was ever written with sequence %d", d.Name, d.Seq)
+		return
+	}
+	acked := v.m.acked[d.Seq]
+	if v.r.unackedGone && !acked {
+		v.bad("%s (%s) delivered, but its Write failed and did not acknowledge it", d.Name, msg.ID)
+	}
+	mayTear := v.r.mayTear || (v.r.tearUnacked && !acked)
+	if !bytes.Equal(d.Payload, msg.Payload) {
+		if bytes.HasPrefix(msg.Payload, d.Payload) && mayTear {
+			v.rep.torn++
+		} else {
+			v.bad("%s: payload of %d bytes is not the %d written for %s (torn or foreign)", d.Name, len(d.Payload), len(msg.Payload), msg.ID)
+		}
+		return
+	}
+	if v.l.Sidecars() && (d.MessageID != msg.ID || !equalMaps(d.Metadata, msg.Metadata)) {
+		if mayTear {
+			v.rep.tornSidecars++
+		} else {
+			v.bad("%s: sidecar gives id %q metadata %v, want %q %v", d.Name, d.MessageID, d.Metadata, msg.ID, msg.Metadata)
+		}
+	}
+	if v.m.consumed[d.Seq] {
+		if v.r.mayResurrect {
+			v.rep.resurrected++
+		} else {
+			v.bad("%s (%s) came back after its Ack returned", d.Name, msg.ID)
+		}
+	}
+}
+
+// nothingLost checks that every acknowledged message was delivered, unless
+// it was consumed before or the rules allow losing it.
+func (v *reopen) nothingLost() {
 	var missing []string
-	for _, s := range slices.Sorted(maps.Keys(m.acked)) {
-		if got[s] == 0 && !m.consumed[s] && !m.acking[s] {
-			if r.mayLose {
-				rep.lost++
+	for _, s := range slices.Sorted(maps.Keys(v.m.acked)) {
+		if v.got[s] == 0 && !v.m.consumed[s] && !v.m.acking[s] {
+			if v.r.mayLose {
+				v.rep.lost++
 			} else {
 				missing = append(missing, fmt.Sprint(s))
 			}
 		}
 	}
 	if len(missing) > 0 {
-		bad("acknowledged messages lost: sequence %s", strings.Join(missing, ", "))
+		v.bad("acknowledged messages lost: sequence %s", strings.Join(missing, ", "))
 	}
+}
 
-	// The reopened pair works on.
+// worksOn checks that the reopened pair goes on: three new messages come
+// through in order, and the producer closes cleanly.
+func (v *reopen) worksOn(p *core.Producer, c *core.Consumer) {
 	after := testMessages("after", 0, 3)
 	first := p.NextSeq()
-	if n, err := p.Write(ctx, after); err != nil || n != 3 {
-		bad("Write after reopening: %d, %v", n, err)
-		return rep, errs
+	if n, err := p.Write(v.ctx, after); err != nil || n != 3 {
+		v.bad("Write after reopening: %d, %v", n, err)
+		return
 	}
 	var ds []*core.Delivery
 	for len(ds) < 3 {
-		rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		rctx, cancel := context.WithTimeout(v.ctx, 20*time.Second)
 		more, err := c.Read(rctx, 3)
 		cancel()
 		if err != nil {
-			bad("Read of new messages after reopening: %v", err)
-			return rep, errs
+			v.bad("Read of new messages after reopening: %v", err)
+			return
 		}
 		ds = append(ds, more...)
 		_ = c.Ack(more...)
 	}
 	for i, d := range ds {
 		if d.Seq != first+uint64(i) || !bytes.Equal(d.Payload, after[i].Payload) {
-			bad("after reopening, new message %d came back as %s", i, d.Name)
+			v.bad("after reopening, new message %d came back as %s", i, d.Name)
 		}
 	}
 	if err := p.Close(); err != nil {
-		bad("Producer.Close after reopening: %v", err)
+		v.bad("Producer.Close after reopening: %v", err)
 	}
-	p = nil
-	return rep, errs
 }
 
 // walkAll calls fn with every regular file name below the root.

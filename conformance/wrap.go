@@ -33,9 +33,9 @@ const (
 )
 
 var opNames = [numOpKinds]string{"create", "open", "read", "write", "sync", "close", "rename", "remove",
-	"mkdir", "readdir", "stat", "dirsync", "lock", "release", "watch"}
+	"mkdir", "readdir", "stat", "syncdir", "lock", "release", "watch"}
 
-// String returns the short name of k (create, dirsync, ...), as used in
+// String returns the short name of k (create, syncdir, ...), as used in
 // errors and logs.
 func (k OpKind) String() string {
 	if k >= 0 && k < numOpKinds {

@@ -154,3 +154,27 @@ func TestNewMessageID(t *testing.T) {
 		seen[id], prev = true, id[:12]
 	}
 }
+
+// Bounds set from Go are validated as they are from a URL.
+func TestBoundsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		b     Bounds
+		field string
+	}{
+		{"negative max_messages", Bounds{MaxMessages: -1}, "max_messages"},
+		{"negative max_bytes", Bounds{MaxBytes: -5}, "max_bytes"},
+		{"negative min_free_bytes", Bounds{MinFreeBytes: -5}, "min_free_bytes"},
+		{"unknown when_full", Bounds{MaxMessages: 1, WhenFull: "sometimes"}, "when_full"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := DefaultOptions("/spool")
+			o.Bounds = tc.b
+			_, err := OpenProducer(nil, o)
+			var oe *option.Error
+			if !errors.As(err, &oe) || oe.Field != tc.field {
+				t.Fatalf("OpenProducer = %v, want an option error for %s", err, tc.field)
+			}
+		})
+	}
+}

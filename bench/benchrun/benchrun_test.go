@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestRunReportIsWellFormed(t *testing.T) {
@@ -23,78 +26,55 @@ func TestRunReportIsWellFormed(t *testing.T) {
 	var calls []Progress
 	cfg.Progress = func(p Progress) { calls = append(calls, p) }
 	rep, err := Run(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	want := cfg.Cases()
-	if len(rep.Results) != len(want) || len(want) != 2*3*2 {
-		t.Fatalf("%d results for %d cases", len(rep.Results), len(want))
-	}
+	require.Len(t, want, 2*3*2)
+	require.Len(t, rep.Results, len(want))
 	for i, r := range rep.Results {
 		c := want[i]
-		if r.Op != c.Op || r.Fsync != c.Fsync || r.BatchSize != c.BatchSize || r.PayloadBytes != 100 || r.Name != c.Name() {
-			t.Errorf("result %d is %+v, want case %+v", i, r, c)
+		assert.Equal(t, []any{c.Op, c.Fsync, c.BatchSize, 100, c.Name()}, []any{r.Op, r.Fsync, r.BatchSize, r.PayloadBytes, r.Name}, "result %d", i)
+		for what, v := range map[string]float64{"msgs/s": r.MsgsPerSec, "raw msgs/s": r.RawMsgsPerSec, "x raw": r.RatioToRaw, "MB/s": r.MBPerSec, "p50": r.P50BatchMs} {
+			assert.Positive(t, v, "%s %s: %s", r.Op, r.Name, what)
 		}
-		if r.MsgsPerSec <= 0 || r.RawMsgsPerSec <= 0 || r.RatioToRaw <= 0 || r.MBPerSec <= 0 {
-			t.Errorf("%s %s: rates not positive: %+v", r.Op, r.Name, r)
-		}
-		if r.P50BatchMs <= 0 || r.P99BatchMs < r.P50BatchMs {
-			t.Errorf("%s %s: p50 %v p99 %v", r.Op, r.Name, r.P50BatchMs, r.P99BatchMs)
-		}
-		if r.Rounds != 2 || len(r.RoundsMsgsPerSec) != 2 || r.Count != 50 {
-			t.Errorf("%s %s: rounds %d %v count %d", r.Op, r.Name, r.Rounds, r.RoundsMsgsPerSec, r.Count)
-		}
+		assert.GreaterOrEqual(t, r.P99BatchMs, r.P50BatchMs, "%s %s: p99 under p50", r.Op, r.Name)
+		assert.Equal(t, 2, r.Rounds, r.Name)
+		assert.Len(t, r.RoundsMsgsPerSec, 2, r.Name)
+		assert.Equal(t, 50, r.Count, r.Name)
 		if r.Op == OpProduce && r.Fsync == "batch" {
-			if len(r.RawStrategies) != 3 || r.RawStrategies[r.RawArm] != r.RawMsgsPerSec {
-				t.Errorf("%s: raw strategies %v, best %s", r.Name, r.RawStrategies, r.RawArm)
-			}
-		} else if r.RawArm != RawArmPrefix {
-			t.Errorf("%s %s: raw arm %q", r.Op, r.Name, r.RawArm)
+			assert.Len(t, r.RawStrategies, 3, r.Name)
+			assert.Equal(t, r.RawMsgsPerSec, r.RawStrategies[r.RawArm], "%s: the best raw strategy is the baseline", r.Name)
+		} else {
+			assert.Equal(t, RawArmPrefix, r.RawArm, "%s %s", r.Op, r.Name)
 		}
 	}
-	if len(calls) != len(want)*2+1 || calls[len(calls)-1].Done != calls[len(calls)-1].Total {
-		t.Errorf("progress calls: %d, last %+v", len(calls), calls[len(calls)-1])
-	}
-	if rep.Machine.FSType == "" || rep.Machine.FSMagic == "" {
-		t.Errorf("machine: %+v", rep.Machine)
-	}
+	require.Len(t, calls, len(want)*2+1, "progress calls")
+	assert.Equal(t, calls[len(calls)-1].Total, calls[len(calls)-1].Done, "the last progress call")
+	assert.NotEmpty(t, rep.Machine.FSType)
+	assert.NotEmpty(t, rep.Machine.FSMagic)
 
 	// JSON: one object with a results array carrying the documented keys.
 	var buf bytes.Buffer
-	if err := rep.WriteJSON(&buf); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, rep.WriteJSON(&buf))
 	var doc struct {
 		Results []map[string]any `json:"results"`
 	}
-	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &doc))
 	for _, k := range []string{"op", "fsync", "batch_size", "payload_bytes", "msgs_per_sec", "mb_per_sec",
 		"p50_batch_ms", "p99_batch_ms", "raw_msgs_per_sec", "ratio_to_raw"} {
-		if _, ok := doc.Results[0][k]; !ok {
-			t.Errorf("JSON result lacks %q", k)
-		}
+		assert.Contains(t, doc.Results[0], k, "JSON result")
 	}
 
 	// Text: a header and one row per result.
 	buf.Reset()
-	if err := rep.WriteText(&buf); err != nil {
-		t.Fatal(err)
-	}
-	if s := buf.String(); !strings.Contains(s, "msgs/s") || strings.Count(s, "produce") < 6 {
-		t.Errorf("text report:\n%s", s)
-	}
+	require.NoError(t, rep.WriteText(&buf))
+	assert.Contains(t, buf.String(), "msgs/s")
+	assert.GreaterOrEqual(t, strings.Count(buf.String(), "produce"), 6, buf.String())
 
 	// SVG: well-formed XML with one bar per result.
 	buf.Reset()
-	if err := rep.WriteSVG(&buf); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, rep.WriteSVG(&buf))
 	checkXML(t, buf.Bytes())
-	if n := strings.Count(buf.String(), "<rect x="); n < len(rep.Results) {
-		t.Errorf("SVG has %d bars for %d results", n, len(rep.Results))
-	}
+	assert.GreaterOrEqual(t, strings.Count(buf.String(), "<rect x="), len(rep.Results), "bars")
 }
 
 func checkXML(t *testing.T, b []byte) {
@@ -105,9 +85,7 @@ func checkXML(t *testing.T, b []byte) {
 		if err == io.EOF {
 			return
 		}
-		if err != nil {
-			t.Fatalf("not well-formed XML: %v\n%s", err, b)
-		}
+		require.NoError(t, err, "not well-formed XML:\n%s", b)
 	}
 }
 
@@ -119,44 +97,35 @@ func TestRunRefusesBadCases(t *testing.T) {
 		{Dir: t.TempDir(), Backends: []string{"s3"}},
 		{},
 	} {
-		if _, err := Run(context.Background(), cfg); err == nil {
-			t.Errorf("Run(%+v) succeeded", cfg)
-		}
+		_, err := Run(context.Background(), cfg)
+		assert.Error(t, err, "Run(%+v)", cfg)
 	}
 }
 
 func TestScaleSmoke(t *testing.T) {
 	rs, err := Scale(context.Background(), ScaleConfig{Dir: t.TempDir(), Backlogs: []int{1200}, Layouts: []string{LayoutSharded, LayoutFlat},
 		PayloadBytes: 100, Sidecar: true, Fsync: "none"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rs) != 2 {
-		t.Fatalf("%d results", len(rs))
-	}
+	require.NoError(t, err)
+	require.Len(t, rs, 2)
 	for _, r := range rs {
-		if r.ProduceUsPerMsg <= 0 || r.DrainUsPerMsg <= 0 || r.DrainPeakRSSMiB <= 0 || r.ListEntries == 0 {
-			t.Errorf("%+v", r)
-		}
+		assert.Positive(t, r.ProduceUsPerMsg, "%+v", r)
+		assert.Positive(t, r.DrainUsPerMsg, "%+v", r)
+		assert.Positive(t, r.DrainPeakRSSMiB, "%+v", r)
 	}
-	if rs[0].ListEntries != 1000*2 || rs[1].ListEntries < 1200*2 {
-		t.Errorf("listed %d and %d entries", rs[0].ListEntries, rs[1].ListEntries)
-	}
+	assert.Equal(t, 1000*2, rs[0].ListEntries, "sharded: one leaf of 1000 chunks with sidecars")
+	assert.GreaterOrEqual(t, rs[1].ListEntries, 1200*2, "flat: every chunk")
 	var buf bytes.Buffer
-	if err := WriteScaleText(&buf, rs); err != nil || !strings.Contains(buf.String(), "drain peak") {
-		t.Errorf("%v\n%s", err, buf.String())
-	}
+	require.NoError(t, WriteScaleText(&buf, rs))
+	assert.Contains(t, buf.String(), "drain peak")
 }
 
 func TestHandoffSmoke(t *testing.T) {
 	for _, wake := range []bool{true, false} {
 		r, err := Handoff(context.Background(), HandoffConfig{Dir: t.TempDir(), Count: 5, Wake: wake, PollInterval: 5 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Count != 5 || r.P99FromWriteMs <= 0 || r.P99FromAckMs < r.P50FromAckMs {
-			t.Errorf("%+v", r)
-		}
+		require.NoError(t, err)
+		assert.Equal(t, 5, r.Count)
+		assert.Positive(t, r.P99FromWriteMs, "%+v", r)
+		assert.GreaterOrEqual(t, r.P99FromAckMs, r.P50FromAckMs, "%+v", r)
 	}
 }
 
@@ -170,13 +139,15 @@ func TestSizes(t *testing.T) {
 		{"1MiB", 1 << 20, false}, {" 2 MB", 2 << 20, false}, {"", 0, true}, {"KiB", 0, true}, {"3 parsecs", 0, true},
 	} {
 		got, err := ParseSize(tc.in)
-		if (err != nil) != tc.wantErr || got != tc.want {
-			t.Errorf("ParseSize(%q) = %d, %v", tc.in, got, err)
+		if tc.wantErr {
+			assert.Error(t, err, "ParseSize(%q)", tc.in)
+			continue
 		}
+		assert.NoError(t, err, "ParseSize(%q)", tc.in)
+		assert.Equal(t, tc.want, got, "ParseSize(%q)", tc.in)
 	}
-	for n, want := range map[int]string{100: "100B", 1024: "1KiB", 64 << 10: "64KiB", 1 << 20: "1MiB", 1500: "1500B"} {
-		if got := FormatSize(n); got != want {
-			t.Errorf("FormatSize(%d) = %q, want %q", n, got, want)
-		}
+	for n, want := range map[int64]string{0: "0B", 100: "100B", 1023: "1023B", 1024: "1KiB", 64 << 10: "64KiB", 1 << 20: "1MiB",
+		1500: "1.5KiB", 1536: "1.5KiB", 5_000_000: "4.8MiB", 3 << 30: "3GiB", 1<<62 + 1<<61: "6EiB", 1<<62 + 1<<59: "4.5EiB"} {
+		assert.Equal(t, want, FormatSize(n), "FormatSize(%d)", n)
 	}
 }

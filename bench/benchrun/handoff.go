@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	osfs "github.com/mqb-project/mqb/backend-os"
 	"github.com/mqb-project/mqb/core"
 )
 
@@ -60,12 +61,9 @@ func (f noWatchFS) SyncAll() error {
 	return errors.ErrUnsupported
 }
 
-// Handoff writes Count messages one at a time, each after the consumer
-// delivered the one before and a short random pause, and measures how long
-// each took to reach the waiting consumer.
-func Handoff(ctx context.Context, cfg HandoffConfig) (HandoffResult, error) {
+func (cfg HandoffConfig) withDefaults() HandoffConfig {
 	if cfg.Backend == "" {
-		cfg.Backend = BackendOS
+		cfg.Backend = osfs.Name
 	}
 	if cfg.Count <= 0 {
 		cfg.Count = 200
@@ -82,6 +80,14 @@ func Handoff(ctx context.Context, cfg HandoffConfig) (HandoffResult, error) {
 			cfg.MaxGap = cfg.PollInterval
 		}
 	}
+	return cfg
+}
+
+// Handoff writes Count messages one at a time, each after the consumer
+// delivered the one before and a short random pause, and measures how long
+// each took to reach the waiting consumer.
+func Handoff(ctx context.Context, cfg HandoffConfig) (HandoffResult, error) {
+	cfg = cfg.withDefaults()
 	res := HandoffResult{Mode: "poll", Backend: cfg.Backend, Fsync: cfg.Fsync, Count: cfg.Count, PollIntervalMs: msOf(cfg.PollInterval)}
 	if cfg.Wake {
 		res.Mode = "wake"
@@ -117,62 +123,87 @@ func Handoff(ctx context.Context, cfg HandoffConfig) (HandoffResult, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	d := startDeliveries(ctx, c)
+	defer func() {
+		cancel()
+		d.stop()
+	}()
+	err = measureHandoffs(ctx, cfg, p, d, &res)
+	return res, err
+}
 
-	got := make(chan time.Time, 1)
-	var wg sync.WaitGroup
-	var cerr error
-	wg.Go(func() {
+// deliveries reads and acks one message at a time in the background and
+// sends the moment each was delivered on got, which it closes when Read
+// fails; err then says why, unless the context was canceled.
+type deliveries struct {
+	c   *core.Consumer
+	got chan time.Time
+	wg  sync.WaitGroup
+	err error
+}
+
+func startDeliveries(ctx context.Context, c *core.Consumer) *deliveries {
+	d := &deliveries{c: c, got: make(chan time.Time, 1)}
+	d.wg.Go(func() {
 		for {
 			ds, err := c.Read(ctx, 1)
 			now := time.Now()
 			if err != nil {
 				if ctx.Err() == nil {
-					cerr = err
+					d.err = err
 				}
-				close(got)
+				close(d.got)
 				return
 			}
 			if err := c.Ack(ds...); err != nil {
-				cerr = err
+				d.err = err
 			}
 			for range ds {
-				got <- now
+				d.got <- now
 			}
 		}
 	})
-	defer func() {
-		cancel()
-		wg.Wait()
-		c.Close()
-	}()
+	return d
+}
 
+// stop waits for the reader, whose context must be canceled, and closes
+// the consumer.
+func (d *deliveries) stop() {
+	d.wg.Wait()
+	d.c.Close()
+}
+
+// measureHandoffs writes cfg.Count messages, each after a random pause and
+// once the one before was delivered, and fills res's percentiles.
+func measureHandoffs(ctx context.Context, cfg HandoffConfig, p *core.Producer, d *deliveries, res *HandoffResult) error {
 	fromAck := make([]time.Duration, 0, cfg.Count)
 	fromWrite := make([]time.Duration, 0, cfg.Count)
 	msg := make([]core.Message, 1)
+	wait := cfg.PollInterval + 10*time.Second
 	for range cfg.Count {
 		time.Sleep(rand.N(cfg.MaxGap))
 		msg[0] = core.Message{Metadata: benchMetadata, Payload: []byte("ping")}
 		t0 := time.Now()
 		if _, err := p.Write(ctx, msg); err != nil {
-			return res, err
+			return err
 		}
 		t1 := time.Now()
 		var at time.Time
 		var ok bool
 		select {
-		case at, ok = <-got:
-		case <-time.After(cfg.PollInterval + 10*time.Second):
-			return res, fmt.Errorf("message not delivered within %s", cfg.PollInterval+10*time.Second)
+		case at, ok = <-d.got:
+		case <-time.After(wait):
+			return fmt.Errorf("message not delivered within %s", wait)
 		}
 		if !ok {
-			return res, fmt.Errorf("consumer stopped: %w", cerr)
+			return fmt.Errorf("consumer stopped: %w", d.err)
 		}
-		d := at.Sub(t1)
-		if d < 0 {
-			d = 0
+		lag := at.Sub(t1)
+		if lag < 0 {
+			lag = 0
 			res.BeforeAck++
 		}
-		fromAck = append(fromAck, d)
+		fromAck = append(fromAck, lag)
 		fromWrite = append(fromWrite, at.Sub(t0))
 	}
 	res.P50FromAckMs = msOf(percentile(fromAck, 50))
@@ -180,7 +211,7 @@ func Handoff(ctx context.Context, cfg HandoffConfig) (HandoffResult, error) {
 	res.MaxFromAckMs = msOf(percentile(fromAck, 100))
 	res.P50FromWriteMs = msOf(percentile(fromWrite, 50))
 	res.P99FromWriteMs = msOf(percentile(fromWrite, 99))
-	return res, nil
+	return nil
 }
 
 // WriteHandoffText writes hand-off results as a table.

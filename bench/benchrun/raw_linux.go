@@ -195,42 +195,10 @@ func (p *rawProducer) write(n int) error {
 
 func (p *rawProducer) writeBatch(n int, strategy string) error {
 	syncing := p.fsync != "none"
-	perFile := syncing && strategy == RawPerFile
 	keep := syncing && strategy == RawConcurrent
-	chunks := make([]rawChunk, n)
-	p.fds = p.fds[:0]
-	var dirfds []int
-	for i := range chunks {
-		seq := p.next
-		p.next++
-		dir, base := p.names.split(seq)
-		dirfd := p.rootfd
-		if dir != "." {
-			var err error
-			if dirfd, err = p.dir(dir); err != nil {
-				return err
-			}
-		}
-		if len(dirfds) == 0 || dirfds[len(dirfds)-1] != dirfd {
-			dirfds = append(dirfds, dirfd)
-		}
-		chunks[i] = rawChunk{dirfd: dirfd, base: base}
-		if p.names.sidecar {
-			fd, err := p.writeTmp(dirfd, base+".json.tmp", p.sidecar, perFile, keep)
-			if err != nil {
-				return err
-			}
-			if keep {
-				p.fds = append(p.fds, fd)
-			}
-		}
-		fd, err := p.writeTmp(dirfd, base+".bin.tmp", p.payload, perFile, keep)
-		if err != nil {
-			return err
-		}
-		if keep {
-			p.fds = append(p.fds, fd)
-		}
+	chunks, dirfds, err := p.writeTmps(n, syncing && strategy == RawPerFile, keep)
+	if err != nil {
+		return err
 	}
 	if keep {
 		if err := fsyncConcurrently(p.fds); err != nil {
@@ -242,33 +210,85 @@ func (p *rawProducer) writeBatch(n int, strategy string) error {
 			return err
 		}
 	}
-	syncDirs := func() error {
-		if !syncing {
-			return nil
-		}
-		for _, fd := range dirfds {
-			if err := unix.Fsync(fd); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	if p.names.sidecar {
-		for _, c := range chunks {
-			if err := unix.Renameat2(c.dirfd, c.base+".json.tmp", c.dirfd, c.base+".json", unix.RENAME_NOREPLACE); err != nil {
-				return fmt.Errorf("rename %s: %w", c.base, err)
-			}
+		if err := renameChunks(chunks, ".json"); err != nil {
+			return err
 		}
-		if err := syncDirs(); err != nil {
+		if err := fsyncDirs(syncing, dirfds); err != nil {
 			return err
 		}
 	}
+	if err := renameChunks(chunks, ".bin"); err != nil {
+		return err
+	}
+	return fsyncDirs(syncing, dirfds)
+}
+
+// writeTmps writes the .tmp files of the next n chunks, fsyncing each when
+// perFile, keeping their descriptors open in p.fds when keep. It returns
+// the chunks and the directories they are in, in order.
+func (p *rawProducer) writeTmps(n int, perFile, keep bool) ([]rawChunk, []int, error) {
+	chunks := make([]rawChunk, n)
+	p.fds = p.fds[:0]
+	var dirfds []int
+	for i := range chunks {
+		seq := p.next
+		p.next++
+		dir, base := p.names.split(seq)
+		dirfd := p.rootfd
+		if dir != "." {
+			var err error
+			if dirfd, err = p.dir(dir); err != nil {
+				return nil, nil, err
+			}
+		}
+		if len(dirfds) == 0 || dirfds[len(dirfds)-1] != dirfd {
+			dirfds = append(dirfds, dirfd)
+		}
+		chunks[i] = rawChunk{dirfd: dirfd, base: base}
+		if p.names.sidecar {
+			if err := p.writeKept(dirfd, base+".json.tmp", p.sidecar, perFile, keep); err != nil {
+				return nil, nil, err
+			}
+		}
+		if err := p.writeKept(dirfd, base+".bin.tmp", p.payload, perFile, keep); err != nil {
+			return nil, nil, err
+		}
+	}
+	return chunks, dirfds, nil
+}
+
+// writeKept is writeTmp that keeps the descriptor in p.fds when keep.
+func (p *rawProducer) writeKept(dirfd int, name string, data []byte, perFile, keep bool) error {
+	fd, err := p.writeTmp(dirfd, name, data, perFile, keep)
+	if err == nil && keep {
+		p.fds = append(p.fds, fd)
+	}
+	return err
+}
+
+// renameChunks renames each chunk's base+ext+".tmp" to base+ext, never
+// replacing.
+func renameChunks(chunks []rawChunk, ext string) error {
 	for _, c := range chunks {
-		if err := unix.Renameat2(c.dirfd, c.base+".bin.tmp", c.dirfd, c.base+".bin", unix.RENAME_NOREPLACE); err != nil {
+		if err := unix.Renameat2(c.dirfd, c.base+ext+".tmp", c.dirfd, c.base+ext, unix.RENAME_NOREPLACE); err != nil {
 			return fmt.Errorf("rename %s: %w", c.base, err)
 		}
 	}
-	return syncDirs()
+	return nil
+}
+
+// fsyncDirs fsyncs each directory when syncing.
+func fsyncDirs(syncing bool, dirfds []int) error {
+	if !syncing {
+		return nil
+	}
+	for _, fd := range dirfds {
+		if err := unix.Fsync(fd); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // fsyncConcurrently fsyncs and closes every descriptor, many at a time, so

@@ -84,7 +84,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	head = append(head, "msgs/s", "MB/s", "p50 batch", "p99 batch", "raw msgs/s", "x raw", "raw")
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, x := range r.Results {
-		row := []string{x.Op, x.Fsync, fmt.Sprint(x.BatchSize), FormatSize(x.PayloadBytes)}
+		row := []string{x.Op, x.Fsync, fmt.Sprint(x.BatchSize), FormatSize(int64(x.PayloadBytes))}
 		if vary["sidecar"] {
 			row = append(row, onOff(x.Sidecar))
 		}

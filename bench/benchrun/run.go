@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	osfs "github.com/mqb-project/mqb/backend-os"
 	"github.com/mqb-project/mqb/core"
 )
 
@@ -23,7 +24,7 @@ type Config struct {
 	Sizes      []int    // payload bytes
 	Sidecars   []bool   // with and without metadata sidecars
 	Layouts    []string // LayoutFlat, LayoutSharded
-	Backends   []string // BackendOS, BackendMemFS
+	Backends   []string // osfs.Name, memfs.Name
 	// Count is the number of messages each arm writes or drains per round.
 	Count int
 	// Rounds is how many times each case runs, each time in a fresh
@@ -54,7 +55,7 @@ func DefaultConfig(dir string) Config {
 		Sizes:      []int{1 << 10},
 		Sidecars:   []bool{true},
 		Layouts:    []string{LayoutFlat},
-		Backends:   []string{BackendOS},
+		Backends:   []string{osfs.Name},
 		Count:      1024,
 		Rounds:     5,
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	osfs "github.com/mqb-project/mqb/backend-os"
 	"github.com/mqb-project/mqb/core"
 )
 
@@ -91,121 +92,141 @@ func Scale(ctx context.Context, cfg ScaleConfig) ([]ScaleResult, error) {
 	return out, nil
 }
 
+// scaleRun is one backlog of one layout: fill, list, drain.
+type scaleRun struct {
+	cfg    ScaleConfig
+	layout string
+	n      int // messages in the backlog
+	fsys   core.FS
+	o      core.Options
+	res    *ScaleResult
+}
+
+func (s *scaleRun) say(f string, a ...any) {
+	if s.cfg.Progress != nil {
+		s.cfg.Progress(fmt.Sprintf("backlog %d %s: ", s.n, s.layout) + fmt.Sprintf(f, a...))
+	}
+}
+
 func scaleOne(ctx context.Context, cfg ScaleConfig, layout string, n int) (res ScaleResult, err error) {
 	res = ScaleResult{Backlog: n, Layout: layout, Fsync: cfg.Fsync, BatchSize: cfg.BatchSize,
 		PayloadBytes: cfg.PayloadBytes, Sidecar: cfg.Sidecar}
-	say := func(f string, a ...any) {
-		if cfg.Progress != nil {
-			cfg.Progress(fmt.Sprintf(f, a...))
-		}
-	}
+	s := &scaleRun{cfg: cfg, layout: layout, n: n, res: &res}
 	dir, err := os.MkdirTemp(cfg.Dir, "mqb-scale-")
 	if err != nil {
 		return res, err
 	}
 	defer func() {
-		say("backlog %d %s: cleaning up", n, layout)
+		s.say("cleaning up")
 		if rerr := os.RemoveAll(dir); err == nil {
 			err = rerr
 		}
 		_ = syncfsPath(cfg.Dir)
 	}()
-	fsys, err := openFS(BackendOS, dir)
+	fsys, err := openFS(osfs.Name, dir)
 	if err != nil {
 		return res, err
 	}
 	defer fsys.close()
-	o := spoolOptions(dir, cfg.Fsync, layout, cfg.Sidecar)
-
-	// Produce.
-	payload := makePayload(cfg.PayloadBytes)
-	p, err := core.OpenProducer(fsys.fs, o)
-	if err != nil {
-		return res, err
-	}
-	msgs := make([]core.Message, cfg.BatchSize)
-	start := time.Now()
-	for left := n; left > 0; {
-		if err := ctx.Err(); err != nil {
-			p.Close()
-			return res, err
-		}
-		k := min(left, cfg.BatchSize)
-		for i := range k {
-			msgs[i] = core.Message{Metadata: benchMetadata, Payload: payload}
-		}
-		if _, err := p.Write(ctx, msgs[:k]); err != nil {
-			p.Close()
-			return res, err
-		}
-		left -= k
-		if done := n - left; done/100_000 != (done-k)/100_000 {
-			say("backlog %d %s: produced %d", n, layout, done)
-		}
-	}
-	res.ProduceUsPerMsg = float64(time.Since(start).Microseconds()) / float64(n)
-	if err := p.Close(); err != nil {
+	s.fsys, s.o = fsys.fs, spoolOptions(dir, cfg.Fsync, layout, cfg.Sidecar)
+	if err := s.produce(ctx); err != nil {
 		return res, err
 	}
 	if err := syncfsPath(dir); err != nil {
 		return res, err
 	}
+	if err := s.list(); err != nil {
+		return res, err
+	}
+	return res, s.drain(ctx)
+}
 
-	// List the first leaf, as a consumer does.
+// produce fills the backlog, batch by batch.
+func (s *scaleRun) produce(ctx context.Context) error {
+	payload := makePayload(s.cfg.PayloadBytes)
+	p, err := core.OpenProducer(s.fsys, s.o)
+	if err != nil {
+		return err
+	}
+	msgs := make([]core.Message, s.cfg.BatchSize)
+	start := time.Now()
+	for left := s.n; left > 0; {
+		if err := ctx.Err(); err != nil {
+			p.Close()
+			return err
+		}
+		k := min(left, s.cfg.BatchSize)
+		for i := range k {
+			msgs[i] = core.Message{Metadata: benchMetadata, Payload: payload}
+		}
+		if _, err := p.Write(ctx, msgs[:k]); err != nil {
+			p.Close()
+			return err
+		}
+		left -= k
+		if done := s.n - left; done/100_000 != (done-k)/100_000 {
+			s.say("produced %d", done)
+		}
+	}
+	s.res.ProduceUsPerMsg = float64(time.Since(start).Microseconds()) / float64(s.n)
+	return p.Close()
+}
+
+// list lists the first leaf, as a consumer does.
+func (s *scaleRun) list() error {
 	leaf := "."
-	if layout == LayoutSharded {
+	if s.layout == LayoutSharded {
 		leaf = "000/000"
 	}
-	start = time.Now()
-	ents, err := fsys.fs.ReadDir(leaf)
-	res.ListMs = msOf(time.Since(start))
-	res.ListEntries = len(ents)
-	ents = nil
-	if err != nil {
-		return res, err
-	}
+	start := time.Now()
+	ents, err := s.fsys.ReadDir(leaf)
+	s.res.ListMs = msOf(time.Since(start))
+	s.res.ListEntries = len(ents)
+	return err
+}
 
-	// Drain, measuring the peak resident set from here on.
-	msgs, payload = nil, nil
+// drain reads and acks the whole backlog, measuring the peak resident set
+// from its start.
+func (s *scaleRun) drain(ctx context.Context) error {
 	runtime.GC()
 	debug.FreeOSMemory()
-	res.PeakReset = resetPeakRSS()
-	res.RSSBeforeMiB = readStatusMiB("VmRSS")
-	c, err := core.OpenConsumer(fsys.fs, o)
+	s.res.PeakReset = resetPeakRSS()
+	s.res.RSSBeforeMiB = readStatusMiB("VmRSS")
+	c, err := core.OpenConsumer(s.fsys, s.o)
 	if err != nil {
-		return res, err
+		return err
 	}
 	defer c.Close()
-	start = time.Now()
+	start := time.Now()
 	got := 0
 	for {
 		if err := ctx.Err(); err != nil {
-			return res, err
+			return err
 		}
-		ds, err := c.Read(ctx, cfg.BatchSize)
+		ds, err := c.Read(ctx, s.cfg.BatchSize)
 		if errors.Is(err, core.ErrEnd) {
 			break
 		}
 		if err != nil {
-			return res, err
+			return err
 		}
 		if got == 0 {
-			res.FirstReadMs = msOf(time.Since(start))
+			s.res.FirstReadMs = msOf(time.Since(start))
 		}
 		if err := c.Ack(ds...); err != nil {
-			return res, err
+			return err
 		}
 		got += len(ds)
 		if got/100_000 != (got-len(ds))/100_000 {
-			say("backlog %d %s: drained %d", n, layout, got)
+			s.say("drained %d", got)
 		}
 	}
-	res.DrainUsPerMsg = float64(time.Since(start).Microseconds()) / float64(n)
-	res.DrainPeakRSSMiB = readStatusMiB("VmHWM")
-	if got != n {
-		return res, fmt.Errorf("drained %d messages, want %d", got, n)
+	s.res.DrainUsPerMsg = float64(time.Since(start).Microseconds()) / float64(s.n)
+	s.res.DrainPeakRSSMiB = readStatusMiB("VmHWM")
+	if got != s.n {
+		return fmt.Errorf("drained %d messages, want %d", got, s.n)
 	}
-	return res, nil
+	return nil
 }
 
 // resetPeakRSS resets the kernel's peak resident set of this process
@@ -243,7 +264,7 @@ func WriteScaleText(w io.Writer, rs []ScaleResult) error {
 		"backlog", "layout", "fsync", "batch", "size", "produce us/m", "drain us/m", "first read", "list ms", "entries", "rss before", "drain peak")
 	for _, r := range rs {
 		fmt.Fprintf(w, "%9d %8s %6s %6d %7s %12.2f %12.2f %9.1fms %10.2f %8d %8.1fMi %8.1fMi\n",
-			r.Backlog, r.Layout, r.Fsync, r.BatchSize, FormatSize(r.PayloadBytes), r.ProduceUsPerMsg, r.DrainUsPerMsg,
+			r.Backlog, r.Layout, r.Fsync, r.BatchSize, FormatSize(int64(r.PayloadBytes)), r.ProduceUsPerMsg, r.DrainUsPerMsg,
 			r.FirstReadMs, r.ListMs, r.ListEntries, r.RSSBeforeMiB, r.DrainPeakRSSMiB)
 	}
 	return nil

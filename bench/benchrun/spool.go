@@ -12,12 +12,6 @@ import (
 	"github.com/mqb-project/mqb/core"
 )
 
-// Backends a case can run the spool on.
-const (
-	BackendOS    = "os"    // backend-os on the benchmark directory
-	BackendMemFS = "memfs" // backend-memfs, in process memory
-)
-
 // Layouts a case can use.
 const (
 	LayoutFlat    = "flat"    // every chunk in the spool root
@@ -36,18 +30,20 @@ type spoolFS struct {
 	close func() error
 }
 
+// openFS opens the spool filesystem of a case: backend-os on dir
+// (osfs.Name, the default) or backend-memfs in process memory (memfs.Name).
 func openFS(backend, dir string) (*spoolFS, error) {
 	switch backend {
-	case BackendOS, "":
+	case osfs.Name, "":
 		fsys, err := osfs.New(dir, osfs.Options{CreateRoot: true})
 		if err != nil {
 			return nil, err
 		}
 		return &spoolFS{fs: fsys, close: fsys.Close}, nil
-	case BackendMemFS:
+	case memfs.Name:
 		return &spoolFS{fs: memfs.New(), close: func() error { return nil }}, nil
 	}
-	return nil, fmt.Errorf("unknown backend %q (valid: %s, %s)", backend, BackendOS, BackendMemFS)
+	return nil, fmt.Errorf("unknown backend %q (valid: %s, %s)", backend, osfs.Name, memfs.Name)
 }
 
 // spoolOptions returns the options of a case's spool at dir.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	memfs "github.com/mqb-project/mqb/backend-memfs"
+	osfs "github.com/mqb-project/mqb/backend-os"
 	"github.com/mqb-project/mqb/core"
 	"golang.org/x/sys/unix"
 )
@@ -20,7 +22,7 @@ type Case struct {
 	PayloadBytes int
 	Sidecar      bool
 	Layout       string // LayoutFlat or LayoutSharded
-	Backend      string // BackendOS or BackendMemFS
+	Backend      string // osfs.Name or memfs.Name
 	// Bounded adds an arm (ArmBounded, before ArmSpool) that produces with
 	// every spool bound set high enough never to be reached, to measure
 	// what the accounting costs. Produce cases only.
@@ -35,7 +37,7 @@ func (c Case) Name() string {
 		side = "on"
 	}
 	name := fmt.Sprintf("fsync=%s/batch=%d/size=%s/sidecar=%s/layout=%s/backend=%s",
-		c.Fsync, c.BatchSize, FormatSize(c.PayloadBytes), side, c.Layout, c.Backend)
+		c.Fsync, c.BatchSize, FormatSize(int64(c.PayloadBytes)), side, c.Layout, c.Backend)
 	if c.Bounded {
 		name += "/bound=on"
 	}
@@ -54,8 +56,8 @@ func (c Case) validate() error {
 		return fmt.Errorf("payload size %d: must not be negative", c.PayloadBytes)
 	case c.Layout != LayoutFlat && c.Layout != LayoutSharded:
 		return fmt.Errorf("layout %q: must be %s or %s", c.Layout, LayoutFlat, LayoutSharded)
-	case c.Backend != BackendOS && c.Backend != BackendMemFS:
-		return fmt.Errorf("backend %q: must be %s or %s", c.Backend, BackendOS, BackendMemFS)
+	case c.Backend != osfs.Name && c.Backend != memfs.Name:
+		return fmt.Errorf("backend %q: must be %s or %s", c.Backend, osfs.Name, memfs.Name)
 	case c.Bounded && c.Op != OpProduce:
 		return fmt.Errorf("bounded: only produce cases have a bounded arm")
 	}
@@ -166,7 +168,7 @@ func (t *Trial) rawArm(name, dir string, names rawNames, strategy string, side [
 	}
 	a := &arm{name: name}
 	a.fill = func(n int) error {
-		fsys, err := openFS(BackendOS, dir)
+		fsys, err := openFS(osfs.Name, dir)
 		if err != nil {
 			return err
 		}
@@ -193,7 +195,7 @@ func (t *Trial) boundedArm(dir string) (*arm, error) {
 	c := t.c
 	o := spoolOptions(dir, c.Fsync, c.Layout, c.Sidecar)
 	o.Bounds = core.Bounds{MaxMessages: 1 << 40, MaxBytes: 1 << 60, WhenFull: core.WhenFullFail}
-	if c.Backend == BackendOS {
+	if c.Backend == osfs.Name {
 		o.Bounds.MinFreeBytes = 1
 	}
 	p, err := newSpoolProducer(c.Backend, dir, o, t.payload)
@@ -333,16 +335,24 @@ func makePayload(n int) []byte {
 	return b
 }
 
-// FormatSize writes a byte count the way the flags take it: 100B, 1KiB,
-// 64KiB, 1MiB.
-func FormatSize(n int) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%dMiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%dKiB", n>>10)
+// FormatSize writes a byte count in binary units: a whole number of a unit
+// the way the size flags take it (100B, 1KiB, 64KiB, 1MiB), anything else
+// with one decimal in the largest unit it reaches (1.5KiB, 12.3MiB). It is
+// the one byte formatter of the mqb command (bench tables, spool stat).
+func FormatSize(n int64) string {
+	const units = "KMGTPE"
+	if n < 1<<10 {
+		return fmt.Sprintf("%dB", n)
 	}
-	return fmt.Sprintf("%dB", n)
+	div, exp := int64(1<<10), 0
+	for m := n >> 10; m >= 1<<10 && exp < len(units)-1; m >>= 10 {
+		div <<= 10
+		exp++
+	}
+	if n%div == 0 {
+		return fmt.Sprintf("%d%ciB", n/div, units[exp])
+	}
+	return fmt.Sprintf("%.1f%ciB", float64(n)/float64(div), units[exp])
 }
 
 // ParseSize reads a byte count: a number with an optional unit B, KiB, MiB,

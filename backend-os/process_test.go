@@ -1,6 +1,6 @@
 //go:build linux
 
-package conformance_test
+package osfs_test
 
 import (
 	"bytes"
@@ -21,6 +21,8 @@ import (
 	osfs "github.com/mqb-project/mqb/backend-os"
 	"github.com/mqb-project/mqb/conformance"
 	"github.com/mqb-project/mqb/core"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // Pairings of producers and consumers that are not in one process, on the
@@ -47,16 +49,10 @@ func TestProcessPair(t *testing.T) {
 			dir := scratchDir(t)
 			layout := "naming_pattern={seq:06}&shard_depth=2&shard_width=2&fsync=" + string(pc.policy)
 			c := startHelper(t, "consumer", helperParams{dir: dir, query: layout + "&stop_on_done=true", batch: pc.batch})
-			if err := c.opened(30 * time.Second); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, c.opened(30*time.Second))
 			p := startHelper(t, "producer", helperParams{dir: dir, query: layout + "&emit_done=success", count: total, batch: pc.batch})
-			if err := p.wait(60 * time.Second); err != nil {
-				t.Fatal(err)
-			}
-			if err := c.wait(60 * time.Second); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, p.wait(60*time.Second))
+			require.NoError(t, c.wait(60*time.Second))
 			var acked, got []string
 			for _, ev := range p.events() {
 				if ev[0] == "acked" {
@@ -68,9 +64,7 @@ func TestProcessPair(t *testing.T) {
 				switch ev[0] {
 				case "got":
 					got = append(got, ev[1]+" "+ev[2])
-					if ev[3] != "1" {
-						t.Errorf("consumer got a torn payload: %v", ev)
-					}
+					assert.Equal(t, "1", ev[3], "consumer got a torn payload: %v", ev)
 				case "done":
 					done++
 				}
@@ -79,24 +73,16 @@ func TestProcessPair(t *testing.T) {
 			for i := range total {
 				want = append(want, fmt.Sprintf("%d %s", i, helperID(0, i)))
 			}
-			if !slices.Equal(acked, want) {
-				t.Errorf("producer acknowledged %d messages, not the %d in order", len(acked), total)
-			}
-			if !slices.Equal(got, want) {
-				t.Errorf("consumer got %d messages, not the %d in order (first difference at %d)", len(got), total, firstDiff(got, want))
-			}
-			if done != total {
-				t.Errorf("consumer acked %d of %d", done, total)
-			}
+			assert.True(t, slices.Equal(acked, want), "producer acknowledged %d messages, not the %d in order", len(acked), total)
+			assert.True(t, slices.Equal(got, want), "consumer got %d messages, not the %d in order (first difference at %d)", len(got), total, firstDiff(got, want))
+			assert.Equal(t, total, done, "consumer acks")
 			fsys, err := osfs.New(dir, osfs.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			defer fsys.Close()
 			o, _ := core.ParseURL("dir-spool://" + dir + "?" + layout)
-			if st, err := core.Scan(fsys, o); err != nil || st.Chunks+st.Tmp+st.Orphans != 0 {
-				t.Errorf("after the pair: %+v, %v", st, err)
-			}
+			st, err := core.Scan(fsys, o)
+			require.NoError(t, err)
+			assert.Zero(t, st.Chunks+st.Tmp+st.Orphans, "after the pair: %+v", st)
 		})
 	}
 }
@@ -151,27 +137,19 @@ printf '{"status":"success"}\n' > DONE.tmp && mv DONE.tmp DONE
 		t.Run(tc.name, func(t *testing.T) {
 			dir := scratchDir(t)
 			fsys, err := osfs.New(dir, osfs.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			defer fsys.Close()
 			o, err := core.ParseURL("dir-spool://" + dir + "?stop_on_done=true&poll_interval=10ms&" + tc.query)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			c, err := core.OpenConsumer(fsys, o)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			defer c.Close()
 			sh := exec.Command("sh", "-c", tc.script)
 			sh.Dir = dir
 			sh.Env = append(os.Environ(), "N="+strconv.Itoa(tc.total))
 			var stderr bytes.Buffer
 			sh.Stderr = &stderr
-			if err := sh.Start(); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, sh.Start())
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			var got []*core.Delivery
@@ -180,27 +158,17 @@ printf '{"status":"success"}\n' > DONE.tmp && mv DONE.tmp DONE
 				if errors.Is(err, core.ErrEnd) {
 					break
 				}
-				if err != nil {
-					t.Fatalf("Read after %d: %v", len(got), err)
-				}
+				require.NoError(t, err, "Read after %d", len(got))
 				got = append(got, ds...)
-				if err := c.Ack(ds...); err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, c.Ack(ds...))
 			}
-			if err := sh.Wait(); err != nil {
-				t.Fatalf("external producer: %v: %s", err, stderr.String())
-			}
-			if len(got) != tc.total {
-				t.Fatalf("consumer got %d messages, want %d", len(got), tc.total)
-			}
+			require.NoError(t, sh.Wait(), "external producer: %s", stderr.String())
+			require.Len(t, got, tc.total)
 			for i, d := range got {
-				if want := fmt.Sprintf("external %d\x00\xff\n", i); string(d.Payload) != want {
-					t.Fatalf("message %d is %q, want %q (order or bytes)", i, d.Payload, want)
-				}
-				if d.Seq != uint64(i) || d.MessageID != "" || len(d.Metadata) != 0 {
-					t.Errorf("message %d: seq %d id %q metadata %v", i, d.Seq, d.MessageID, d.Metadata)
-				}
+				require.Equal(t, fmt.Sprintf("external %d\x00\xff\n", i), string(d.Payload), "message %d (order or bytes)", i)
+				assert.Equal(t, uint64(i), d.Seq, "message %d", i)
+				assert.Empty(t, d.MessageID, "message %d", i)
+				assert.Empty(t, d.Metadata, "message %d", i)
 			}
 		})
 	}
@@ -240,25 +208,17 @@ func TestExternalConsumer(t *testing.T) {
 			dir := scratchDir(t)
 			out := filepath.Join(t.TempDir(), "out")
 			fsys, err := osfs.New(dir, osfs.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			defer fsys.Close()
 			o, err := core.ParseURL("dir-spool://" + dir + "?emit_done=success&fsync=" + string(pc.policy))
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			sh := exec.Command("sh", "-c", externalConsumer)
 			sh.Env = append(os.Environ(), "SPOOL="+dir, "OUT="+out)
 			var stderr bytes.Buffer
 			sh.Stderr = &stderr
-			if err := sh.Start(); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, sh.Start())
 			p, err := core.OpenProducer(fsys, o)
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			var want bytes.Buffer
 			for i := 0; i < total; {
 				n := min(pc.batch, total-i)
@@ -267,36 +227,28 @@ func TestExternalConsumer(t *testing.T) {
 					msgs[k].Payload = fmt.Appendf(nil, "line %06d\n", i+k)
 					want.Write(msgs[k].Payload)
 				}
-				if k, err := p.Write(context.Background(), msgs); err != nil || k != n {
-					t.Fatalf("Write = %d, %v", k, err)
-				}
+				k, err := p.Write(context.Background(), msgs)
+				require.NoError(t, err)
+				require.Equal(t, n, k, "messages written")
 				i += n
 			}
-			if err := p.Close(); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, p.Close())
 			done := make(chan error, 1)
 			go func() { done <- sh.Wait() }()
 			select {
 			case err := <-done:
-				if err != nil {
-					t.Fatalf("external consumer: %v: %s", err, stderr.String())
-				}
+				require.NoError(t, err, "external consumer: %s", stderr.String())
 			case <-time.After(time.Minute):
 				sh.Process.Kill()
-				t.Fatal("external consumer did not finish")
+				require.FailNow(t, "external consumer did not finish")
 			}
 			got, err := os.ReadFile(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want.Bytes()) {
-				gl, wl := strings.Split(string(got), "\n"), strings.Split(want.String(), "\n")
-				t.Fatalf("external consumer read %d lines, want %d; first difference at line %d", len(gl)-1, len(wl)-1, firstDiff(gl, wl))
-			}
-			if st, err := core.Scan(fsys, o); err != nil || st.Chunks+st.Tmp+st.Orphans != 0 {
-				t.Errorf("after the external consumer: %+v, %v", st, err)
-			}
+			require.NoError(t, err)
+			gl, wl := strings.Split(string(got), "\n"), strings.Split(want.String(), "\n")
+			require.True(t, bytes.Equal(got, want.Bytes()), "external consumer read %d lines, want %d; first difference at line %d", len(gl)-1, len(wl)-1, firstDiff(gl, wl))
+			st, err := core.Scan(fsys, o)
+			require.NoError(t, err)
+			assert.Zero(t, st.Chunks+st.Tmp+st.Orphans, "after the external consumer: %+v", st)
 		})
 	}
 }
@@ -341,9 +293,7 @@ func TestKill(t *testing.T) {
 	restart := func(start func() *helper, role string) *helper {
 		t0 := time.Now()
 		h := start()
-		if err := h.opened(30 * time.Second); err != nil {
-			t.Fatalf("right after a %s was killed: %v", role, err)
-		}
+		require.NoError(t, h.opened(30*time.Second), "right after a %s was killed", role)
 		openWait = max(openWait, time.Since(t0))
 		return h
 	}
@@ -359,14 +309,10 @@ func TestKill(t *testing.T) {
 			c = restart(func() *helper { return startC(false) }, "consumer")
 		}
 	}
-	if err := p.finish(time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, p.finish(time.Minute))
 	c.kill()
 	last := restart(func() *helper { return startC(true) }, "consumer")
-	if err := last.wait(2 * time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, last.wait(2*time.Minute))
 
 	// What the producers acknowledged: sequence -> id, never two ids for one
 	// sequence.
@@ -379,9 +325,8 @@ func TestKill(t *testing.T) {
 				continue
 			}
 			seq, _ := strconv.ParseUint(ev[1], 10, 64)
-			if prev, ok := acked[seq]; ok {
-				t.Errorf("sequence %d acknowledged for %s and again for %s: a number was reused", seq, prev, ev[2])
-			}
+			prev, reused := acked[seq]
+			assert.False(t, reused, "sequence %d acknowledged for %s and again for %s: a number was reused", seq, prev, ev[2])
 			acked[seq] = ev[2]
 		}
 	}
@@ -408,21 +353,18 @@ func TestKill(t *testing.T) {
 				continue
 			}
 			seq, _ := strconv.ParseUint(ev[1], 10, 64)
-			if ev[3] != "1" {
-				t.Errorf("consumer %d got a torn or foreign payload at %d: %v", h.gen, seq, ev)
-			}
-			if n > 0 && seq <= prev {
-				t.Errorf("consumer %d delivered %d after %d: out of order", h.gen, seq, prev)
+			assert.Equal(t, "1", ev[3], "consumer %d got a torn or foreign payload at %d: %v", h.gen, seq, ev)
+			if n > 0 {
+				assert.Greater(t, seq, prev, "consumer %d: out of order", h.gen)
 			}
 			prev, n = seq, n+1
-			if id, ok := acked[seq]; ok && id != ev[2] {
-				t.Errorf("sequence %d delivered as %s but acknowledged as %s", seq, ev[2], id)
-			} else if !ok {
+			if id, ok := acked[seq]; ok {
+				assert.Equal(t, id, ev[2], "sequence %d delivered as %s but acknowledged as %s", seq, ev[2], id)
+			} else {
 				var g int
 				fmt.Sscanf(ev[2], "g%d-", &g)
-				if ph := gens[g]; ph == nil || !ph.killed {
-					t.Errorf("%s delivered at %d: no producer that died in flight wrote it", ev[2], seq)
-				}
+				ph := gens[g]
+				assert.True(t, ph != nil && ph.killed, "%s delivered at %d: no producer that died in flight wrote it", ev[2], seq)
 				unacked++
 			}
 			deliveries[seq] = append(deliveries[seq], delivery{c: h, id: ev[2], done: doneSeq[seq]})
@@ -432,8 +374,8 @@ func TestKill(t *testing.T) {
 	for seq, id := range acked {
 		if len(deliveries[seq]) == 0 {
 			lost++
-			if lost <= 5 {
-				t.Errorf("%s (sequence %d) was acknowledged by its producer and never delivered", id, seq)
+			if lost <= 5 { // the first few say enough
+				assert.Fail(t, "an acknowledged message was lost", "%s (sequence %d) was acknowledged by its producer and never delivered", id, seq)
 			}
 		}
 	}
@@ -441,21 +383,16 @@ func TestKill(t *testing.T) {
 	for seq, ds := range deliveries {
 		for _, d := range ds[:len(ds)-1] {
 			dups++
-			if d.done || !d.c.killed {
-				t.Errorf("sequence %d delivered again after consumer %d acked it (killed %v, ack returned %v)", seq, d.c.gen, d.c.killed, d.done)
-			}
+			assert.True(t, d.c.killed && !d.done, "sequence %d delivered again after consumer %d acked it (killed %v, ack returned %v)", seq, d.c.gen, d.c.killed, d.done)
 		}
 	}
 	fsys, err := osfs.New(dir, osfs.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer fsys.Close()
 	o, _ := core.ParseURL("dir-spool://" + dir + "?" + layout)
 	st, err := core.Scan(fsys, o)
-	if err != nil || st.Chunks != 0 || st.Tmp != 0 {
-		t.Errorf("after the last consumer drained: %+v, %v", st, err)
-	}
+	require.NoError(t, err)
+	assert.Zero(t, st.Chunks+st.Tmp, "after the last consumer drained: %+v", st)
 	conformance.Report(t, fmt.Sprintf("%d SIGKILLs (%d producers, %d consumers); %d messages acknowledged, %d deliveries, %d duplicates of in-flight deliveries, %d delivered that a dying producer had not acknowledged, %d orphan sidecars left; slowest restart to open %v",
 		2*kills+1, len(producers), len(consumers), len(acked), len(deliveries)+dups, dups, unacked, st.Orphans, openWait.Round(time.Millisecond)))
 }

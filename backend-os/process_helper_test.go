@@ -1,6 +1,6 @@
 //go:build linux
 
-package conformance_test
+package osfs_test
 
 import (
 	"bufio"
@@ -21,6 +21,7 @@ import (
 	osfs "github.com/mqb-project/mqb/backend-os"
 	"github.com/mqb-project/mqb/conformance"
 	"github.com/mqb-project/mqb/core"
+	"github.com/stretchr/testify/require"
 )
 
 // The helper-process pattern: the test binary re-executes itself with
@@ -35,7 +36,15 @@ import (
 //	got <seq> <id> <0|1>      consumer: delivered; 1 if the payload is whole
 //	done <seq>                consumer: Ack returned for this message
 //	end                       finished normally (exit 0)
-func init() { helperMain = runHelper }
+//
+// lock_test.go's TestMain runs the role named by helperEnv.
+const helperEnv = "MQB_CONFORMANCE_HELPER"
+
+// longMode is conformance's long mode: more process kills.
+func longMode() bool {
+	v := os.Getenv("MQB_CONFORMANCE_LONG")
+	return v != "" && v != "0" && v != "false"
+}
 
 type helperParams struct {
 	dir   string
@@ -203,15 +212,10 @@ func startHelper(t testing.TB, role string, p helperParams) *helper {
 	h.cmd.Env = p.env(role)
 	h.cmd.Stderr = &h.stderr
 	stdout, err := h.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h.stdin, err = h.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	if err := h.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	h.stdin, err = h.cmd.StdinPipe()
+	require.NoError(t, err)
+	require.NoError(t, h.cmd.Start())
 	go func() {
 		defer close(h.eof)
 		sc := bufio.NewScanner(stdout)

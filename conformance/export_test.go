@@ -1,7 +1,0 @@
-package conformance
-
-// Exported for the external tests only.
-var (
-	MakePayload  = makePayload
-	ParsePayload = parsePayload
-)
