@@ -54,7 +54,7 @@ and the flags given override it.`,
 	fl.IntVar(&f.batchSize, "batch-size", bridge.DefaultBatchSize, "most messages per batch")
 	fl.DurationVar(&f.batchPeriod, "batch-period", 0, "how long a batch that is not full waits for more messages (0: no wait)")
 	fl.StringVar(&f.config, "config", "", "route file (YAML) to start from")
-	fl.StringVar(&f.deadLetter, "dead-letter", "", "endpoint URL that receives the messages --to refuses, with the error in their metadata (default: a refusal stops the route)")
+	fl.StringVar(&f.deadLetter, "dead-letter", "", "endpoint URL that receives the messages --to refuses, with the error in their metadata; without it a refusal stops the route")
 	fl.IntVar(&f.maxDeliver, "max-deliveries", 1, "how many times a refused message is tried before it goes to --dead-letter")
 	f.run.register(cmd)
 	return cmd
