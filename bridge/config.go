@@ -57,10 +57,13 @@ type BatchConfig struct {
 
 // RetryConfig is the retry policy of a route; unset fields take the values
 // of DefaultRetry. MaxRetries 0 means no retries, -1 retries forever.
+// Budget is how long failures to connect (and failures an endpoint
+// retries by itself, see RetryUser) are retried; 0s means not at all.
 type RetryConfig struct {
-	InitialInterval Duration `yaml:"initial_interval"`
-	MaxInterval     Duration `yaml:"max_interval"`
-	MaxRetries      *int     `yaml:"max_retries"`
+	InitialInterval Duration  `yaml:"initial_interval"`
+	MaxInterval     Duration  `yaml:"max_interval"`
+	MaxRetries      *int      `yaml:"max_retries"`
+	Budget          *Duration `yaml:"budget"`
 }
 
 // Duration is a time.Duration written as in Go ("250ms", "2s", "1m30s").
@@ -226,6 +229,9 @@ func (e *Env) NewRoute(c *Config) (*Route, error) {
 	}
 	if c.Retry.MaxRetries != nil {
 		retry.MaxRetries = *c.Retry.MaxRetries
+	}
+	if c.Retry.Budget != nil {
+		retry.Budget = time.Duration(*c.Retry.Budget)
 	}
 	if retry.Max < retry.Initial {
 		return nil, &ConfigError{Where: "retry", Err: fmt.Errorf("max_interval %v is less than initial_interval %v", retry.Max, retry.Initial)}

@@ -31,7 +31,7 @@ output:
   url: "file:///tmp/out.jsonl?format=json"
 batch: {size: 10, period: 250ms}
 drain: true
-retry: {initial_interval: 10ms, max_interval: 1s, max_retries: -1}
+retry: {initial_interval: 10ms, max_interval: 1s, max_retries: -1, budget: 5m}
 `))
 	require.NoError(t, err)
 	b, err := e.Resolve(c.Input)
@@ -44,7 +44,7 @@ retry: {initial_interval: 10ms, max_interval: 1s, max_retries: -1}
 	assert.Equal(t, 10, r.BatchSize)
 	assert.Equal(t, 250*time.Millisecond, r.BatchPeriod)
 	assert.True(t, r.Drain)
-	assert.Equal(t, bridge.RetryPolicy{Initial: 10 * time.Millisecond, Max: time.Second, MaxRetries: -1}, *r.Retry)
+	assert.Equal(t, bridge.RetryPolicy{Initial: 10 * time.Millisecond, Max: time.Second, MaxRetries: -1, Budget: 5 * time.Minute}, *r.Retry)
 	assert.Equal(t, "file:///tmp/out.jsonl?format=json", r.Output)
 }
 

@@ -44,11 +44,13 @@ type deadLetters struct {
 	count    int64
 }
 
-func (r *Route) connectDeadLetter(ctx context.Context) error {
+// connectDeadLetter connects the dead-letter target with connect (the
+// route's retrying connect) and learns which ids it holds.
+func (r *Route) connectDeadLetter(ctx context.Context, connect func(context.Context) error) error {
 	if r.DeadLetter == nil {
 		return nil
 	}
-	if err := r.DeadLetter.Connect(ctx); err != nil {
+	if err := connect(ctx); err != nil {
 		return fmt.Errorf("connect dead-letter target %s: %w", r.DeadLetterOutput, err)
 	}
 	r.dl = &deadLetters{target: r.DeadLetter, output: r.DeadLetterOutput,
@@ -63,12 +65,12 @@ func (r *Route) connectDeadLetter(ctx context.Context) error {
 	return nil
 }
 
-// write writes batch to the target. Without a dead-letter target that is
+// deliver writes batch to the target. Without a dead-letter target that is
 // all. With one, a batch refused for what one of its messages holds (an
 // error matching ErrRejected) is split in halves until the refused messages
 // stand alone; those go to the dead-letter target, the rest to the target.
 // It returns nil once every message is durable at one of the two.
-func (r *Route) write(ctx context.Context, batch []*Message) error {
+func (r *Route) deliver(ctx context.Context, batch []*Message) error {
 	err := r.Target.WriteBatch(ctx, batch)
 	if err == nil || r.dl == nil || !errors.Is(err, ErrRejected) {
 		return err
@@ -77,10 +79,10 @@ func (r *Route) write(ctx context.Context, batch []*Message) error {
 		return r.deadLetter(ctx, batch[0], err)
 	}
 	mid := len(batch) / 2
-	if err := r.write(ctx, batch[:mid]); err != nil {
+	if err := r.deliver(ctx, batch[:mid]); err != nil {
 		return err
 	}
-	return r.write(ctx, batch[mid:])
+	return r.deliver(ctx, batch[mid:])
 }
 
 // deadLetter moves m, refused by the target with cause, to the dead-letter

@@ -98,7 +98,7 @@ var refSpecs = map[string]refSpec{
 		},
 		examples: map[string]string{"servers": "nats1.local:4222,nats2.local:4222", "username": "ingest", "password": "secret", "token": "s3cr3t-token",
 			"creds_file": "/etc/mqb/ingest.creds", "ca_file": "/etc/mqb/ca.pem", "cert_file": "/etc/mqb/client.pem", "key_file": "/etc/mqb/client.key",
-			"subject": "orders.>", "stream": "ORDERS", "duplicate_window": "10m", "durable": "orders-to-spool", "ack_wait": "1m",
+			"subject": "orders.>", "stream": "ORDERS", "duplicate_window": "10m", "replicas": "3", "max_age": "720h", "max_bytes": "1073741824", "durable": "orders-to-spool", "ack_wait": "1m",
 			"max_ack_pending": "500", "idle_timeout": "10s", "connect_timeout": "30s", "write_timeout": "1m"},
 		allowed: map[string]string{"servers": "`host:port`, comma-separated (required)", "subject": "a NATS subject; a source may use `*` and `>` (required)"},
 	},

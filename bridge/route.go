@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/mqb-project/mqb/core/option"
-
 	"github.com/mqb-project/mqb/core"
 )
 
@@ -19,17 +17,25 @@ const (
 )
 
 // DefaultRetry is the retry policy of a route that sets none: 100ms,
-// doubling up to 5s between attempts, at most 10 retries of a batch.
-var DefaultRetry = RetryPolicy{Initial: 100 * time.Millisecond, Max: 5 * time.Second, MaxRetries: 10}
+// doubling up to 5s between attempts, at most 10 retries of a batch, and
+// failures to connect (or to reach a cluster while running, see RetryUser)
+// retried for a minute.
+var DefaultRetry = RetryPolicy{Initial: 100 * time.Millisecond, Max: 5 * time.Second, MaxRetries: 10, Budget: DefaultRetryBudget}
 
-// RetryPolicy says how a route retries a batch its target failed to write.
-// The wait before retry n is Initial*2^(n-1), capped at Max.
+// RetryPolicy says how a route retries a batch its target failed to write,
+// and a failure to connect an end (see Backoff). The wait before retry n
+// is drawn at random between half and all of Initial*2^(n-1), capped at
+// Max.
 type RetryPolicy struct {
 	Initial time.Duration
 	Max     time.Duration
 	// MaxRetries is how many times one batch is retried before the route
 	// fails; 0 means never, a negative value means forever.
 	MaxRetries int
+	// Budget is how long connecting an end is retried before the route
+	// fails, and how long an endpoint that retries by itself (see
+	// RetryUser) may keep failing; 0 means no such retries.
+	Budget time.Duration
 }
 
 func (p RetryPolicy) wait(attempt int) time.Duration {
@@ -89,13 +95,21 @@ type Route struct {
 	// Observer receives the route's events; nil means none.
 	Observer Observer
 
-	read, written int64
-	dl            *deadLetters
+	read, written, retried int64
+	// redo holds the ids of messages whose write failed, which the source
+	// delivers again: read again, they count as retried, not read.
+	redo map[string]struct{}
+	dl   *deadLetters
 }
 
 // Stats returns how many messages the route has read and how many it has
-// written and acknowledged. Call it after Run returned.
+// written and acknowledged. A message read again after a failed write
+// counts once (see Retried). Call it after Run returned.
 func (r *Route) Stats() (read, written int64) { return r.read, r.written }
+
+// Retried returns how many times messages were read again after a failed
+// write. Call it after Run returned.
+func (r *Route) Retried() int64 { return r.retried }
 
 // Run connects both ends and moves messages until the input ends (nil), a
 // failure that retrying cannot fix or that outlasts the retry policy (an
@@ -151,23 +165,23 @@ func (r *Route) Run(ctx context.Context) (err error) {
 		}
 	}()
 
-	if d, ok := r.Source.(Drainer); ok {
-		d.SetDrain(r.Drain)
-	}
-	if err := r.Source.Connect(ctx); err != nil {
+	r.configureEnds(retry)
+	if err := r.connect(ctx, retry, log, "input", r.Input, r.Source.Connect); err != nil {
 		if ctx.Err() != nil {
 			return r.interrupted(ctx)
 		}
 		return fmt.Errorf("connect source %s: %w", r.Input, err)
 	}
-	if err := r.Target.Connect(ctx); err != nil {
+	if err := r.connect(ctx, retry, log, "output", r.Output, r.Target.Connect); err != nil {
 		cerr := r.Source.Close(sctx)
 		if ctx.Err() != nil {
 			return errors.Join(r.interrupted(ctx), cerr)
 		}
 		return errors.Join(fmt.Errorf("connect target %s: %w", r.Output, err), cerr)
 	}
-	if err := r.connectDeadLetter(ctx); err != nil {
+	if err := r.connectDeadLetter(ctx, func(ctx context.Context) error {
+		return r.connect(ctx, retry, log, "dead_letter", r.DeadLetterOutput, r.DeadLetter.Connect)
+	}); err != nil {
 		return errors.Join(err, r.Target.Close(sctx, err), r.Source.Close(sctx))
 	}
 	start := time.Now()
@@ -191,11 +205,24 @@ func (r *Route) Run(ctx context.Context) (err error) {
 	elapsed := time.Since(start)
 	switch {
 	case runErr == nil:
-		log.Info("route finished", "read", r.read, "written", r.written, "dead_lettered", r.DeadLettered(), "elapsed", elapsed.Round(time.Millisecond))
+		log.Info("route finished", "read", r.read, "written", r.written, "retried", r.retried, "dead_lettered", r.DeadLettered(), "elapsed", elapsed.Round(time.Millisecond))
 	case errors.Is(runErr, ErrInterrupted):
-		log.Warn("route interrupted", "read", r.read, "written", r.written, "elapsed", elapsed.Round(time.Millisecond))
+		log.Warn("route interrupted", "read", r.read, "written", r.written, "retried", r.retried, "elapsed", elapsed.Round(time.Millisecond))
 	}
 	return errors.Join(errs...)
+}
+
+// configureEnds gives the ends what they need to know before Connect: the
+// drain flag, and the retry policy.
+func (r *Route) configureEnds(retry RetryPolicy) {
+	if d, ok := r.Source.(Drainer); ok {
+		d.SetDrain(r.Drain)
+	}
+	for _, end := range []any{r.Source, r.Target} {
+		if u, ok := end.(RetryUser); ok {
+			u.SetRetry(retry)
+		}
+	}
 }
 
 func (r *Route) batchSize() int {
@@ -213,14 +240,42 @@ func (r *Route) interrupted(ctx context.Context) error {
 	return fmt.Errorf("%w: %w", ErrInterrupted, cause)
 }
 
-// retryable reports whether a failed write may succeed if tried again.
-func retryable(err error) bool {
-	for _, e := range []error{ErrPermanent, core.ErrProducerFailed, core.ErrSequenceExhausted, core.ErrClosed, core.ErrClaimed, option.ErrInvalid} {
-		if errors.Is(err, e) {
-			return false
+// connect connects one end, retrying failures that are not permanent
+// within the retry budget: a server that is starting, a cluster that is
+// electing a leader.
+func (r *Route) connect(ctx context.Context, retry RetryPolicy, log *slog.Logger, side, where string, op func(context.Context) error) error {
+	return Retry(ctx, retry, op, func(err error, attempt int, wait time.Duration) {
+		log.Warn("connect failed; retrying", side, where, "attempt", attempt, "wait", wait.Round(time.Millisecond), "error", err)
+	})
+}
+
+// count counts a batch read: messages whose write failed before count as
+// retried, the others as read. It returns the new messages and their
+// payload bytes.
+func (r *Route) count(batch []*Message) (n, bytes int) {
+	for _, m := range batch {
+		if _, again := r.redo[m.ID]; again && m.ID != "" {
+			delete(r.redo, m.ID)
+			r.retried++
+			continue
 		}
+		n++
+		bytes += len(m.Payload)
 	}
-	return true
+	r.read += int64(n)
+	return n, bytes
+}
+
+// failed remembers the ids of a batch whose write failed, to recognise
+// them when the source delivers them again. Ids that never come back (a
+// competing consumer took them) are forgotten once there are many.
+func (r *Route) failed(batch []*Message) {
+	if r.redo == nil || len(r.redo) > 1<<16 {
+		r.redo = map[string]struct{}{}
+	}
+	for _, m := range batch {
+		r.redo[m.ID] = struct{}{}
+	}
 }
 
 func (r *Route) loop(ctx, sctx context.Context, retry RetryPolicy, log *slog.Logger, obs Observer) error {
@@ -228,35 +283,10 @@ func (r *Route) loop(ctx, sctx context.Context, retry RetryPolicy, log *slog.Log
 	for {
 		batch, acks, rerr := r.collect(ctx)
 		if len(batch) > 0 {
-			n, bytes := len(batch), payloadBytes(batch)
-			r.read += int64(n)
-			obs.Received(n, bytes)
-			for _, m := range batch {
-				if m.ID == "" {
-					m.ID = core.NewMessageID()
-				}
-				if m.Metadata == nil {
-					m.Metadata = map[string]string{}
-				}
-			}
-			t0 := time.Now()
-			werr := r.write(sctx, batch)
+			werr := r.write(sctx, batch, acks, obs)
 			if werr == nil {
-				obs.Sent(n, bytes, time.Since(t0))
 				failures = 0
-				if err := settle(sctx, acks, nil); err != nil {
-					return fmt.Errorf("acknowledge %d message(s) at %s: %w", n, r.Input, err)
-				}
-				r.written += int64(n)
-				obs.Acked(n)
 			} else {
-				obs.WriteFailed(n, werr)
-				nerr := settle(sctx, acks, werr)
-				obs.Nacked(n)
-				werr = fmt.Errorf("write %d message(s) to %s: %w", n, r.Output, werr)
-				if nerr != nil {
-					return errors.Join(werr, fmt.Errorf("negatively acknowledge at %s: %w", r.Input, nerr))
-				}
 				if !retryable(werr) {
 					return werr
 				}
@@ -267,15 +297,11 @@ func (r *Route) loop(ctx, sctx context.Context, retry RetryPolicy, log *slog.Log
 				if ctx.Err() != nil {
 					return r.interrupted(ctx)
 				}
-				wait := retry.wait(failures)
+				wait := jitter(retry.wait(failures))
 				obs.Retrying(failures, wait)
-				log.Warn("write failed; retrying", "output", r.Output, "attempt", failures, "wait", wait, "error", werr)
-				t := time.NewTimer(wait)
-				select {
-				case <-ctx.Done():
-					t.Stop()
+				log.Warn("write failed; retrying", "output", r.Output, "attempt", failures, "wait", wait.Round(time.Millisecond), "error", werr)
+				if sleep(ctx, wait) != nil {
 					return r.interrupted(ctx)
-				case <-t.C:
 				}
 				continue // the source delivers the nacked batch again
 			}
@@ -290,6 +316,45 @@ func (r *Route) loop(ctx, sctx context.Context, retry RetryPolicy, log *slog.Log
 			return fmt.Errorf("read from %s: %w", r.Input, rerr)
 		}
 	}
+}
+
+// write writes one batch and settles it at the source: acknowledged when
+// the target made it durable, negatively acknowledged (to be delivered
+// again) when the write failed. The error says why the write or the
+// settling failed.
+func (r *Route) write(sctx context.Context, batch []*Message, acks []AckFunc, obs Observer) error {
+	n, bytes := len(batch), payloadBytes(batch)
+	if fresh, fbytes := r.count(batch); fresh > 0 {
+		obs.Received(fresh, fbytes)
+	}
+	for _, m := range batch {
+		if m.ID == "" {
+			m.ID = core.NewMessageID()
+		}
+		if m.Metadata == nil {
+			m.Metadata = map[string]string{}
+		}
+	}
+	t0 := time.Now()
+	werr := r.deliver(sctx, batch)
+	if werr == nil {
+		obs.Sent(n, bytes, time.Since(t0))
+		if err := settle(sctx, acks, nil); err != nil {
+			return Permanent(fmt.Errorf("acknowledge %d message(s) at %s: %w", n, r.Input, err))
+		}
+		r.written += int64(n)
+		obs.Acked(n)
+		return nil
+	}
+	obs.WriteFailed(n, werr)
+	r.failed(batch)
+	nerr := settle(sctx, acks, werr)
+	obs.Nacked(n)
+	werr = fmt.Errorf("write %d message(s) to %s: %w", n, r.Output, werr)
+	if nerr != nil {
+		return Permanent(errors.Join(werr, fmt.Errorf("negatively acknowledge at %s: %w", r.Input, nerr)))
+	}
+	return werr
 }
 
 // collect reads one batch: up to BatchSize messages, waiting at most

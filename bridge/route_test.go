@@ -245,11 +245,23 @@ func TestRouteNacksAndRetriesWithBackoff(t *testing.T) {
 
 	assert.Equal(t, seq(4), payloads(tgt.got), "nothing lost, nothing duplicated")
 	assert.Equal(t, []string{"write 4 failed", "nack 4", "write 4 failed", "nack 4", "write 4 failed", "nack 4", "write 4", "ack 4"}, src.events)
-	assert.Equal(t, []time.Duration{time.Millisecond, 2 * time.Millisecond, 4 * time.Millisecond}, obs.retries, "exponential, capped at Max")
+	assertJittered(t, []time.Duration{time.Millisecond, 2 * time.Millisecond, 4 * time.Millisecond}, obs.retries)
 	assert.Equal(t, 12, obs.nacked)
 	assert.Equal(t, 4, obs.acked)
-	assert.Equal(t, 16, obs.received)
+	assert.Equal(t, 4, obs.received, "a message read again after a failed write is received once")
 	assert.Equal(t, 4, obs.sent)
+	read, written := r.Stats()
+	assert.Equal(t, [3]int64{4, 4, 12}, [3]int64{read, written, r.Retried()}, "read, written, retried")
+}
+
+// assertJittered checks that each wait is between half and all of the
+// exponential backoff's.
+func assertJittered(t *testing.T, want, got []time.Duration) {
+	t.Helper()
+	require.Len(t, got, len(want))
+	for i, d := range got {
+		assert.True(t, d >= want[i]/2 && d <= want[i], "wait %d is %v, want between %v and %v", i+1, d, want[i]/2, want[i])
+	}
 }
 
 func TestRouteBackoffIsCapped(t *testing.T) {
@@ -264,13 +276,8 @@ func TestRouteBackoffIsCapped(t *testing.T) {
 	r := newRoute(src, tgt)
 	r.Observer = obs
 	require.NoError(t, r.Run(context.Background()))
-	assert.Equal(t, []time.Duration{1, 2, 4, 4, 4}, func() []time.Duration {
-		out := make([]time.Duration, len(obs.retries))
-		for i, d := range obs.retries {
-			out[i] = d / time.Millisecond
-		}
-		return out
-	}())
+	ms := time.Millisecond
+	assertJittered(t, []time.Duration{ms, 2 * ms, 4 * ms, 4 * ms, 4 * ms}, obs.retries)
 }
 
 func TestRouteFailures(t *testing.T) {

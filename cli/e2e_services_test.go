@@ -293,13 +293,22 @@ func TestPostgresErrorsAreOneLineWithoutPassword(t *testing.T) {
 	spool := filepath.Join(t.TempDir(), "spool")
 	require.NoError(t, os.MkdirAll(spool, 0o755))
 	const password = "Sup3r-S3cret-pw"
-	for name, to := range map[string]string{
-		"connection refused": "postgres://app:" + password + "@" + closed + "/test?table=t",
-		"bad credentials":    "postgres://mqb_no_such_role:" + password + "@localhost/test?table=t",
+	for name, tc := range map[string]struct {
+		to   string
+		code int
+	}{
+		// Retried (for 2s here) as a server that may come up, then exit 1.
+		"connection refused": {"postgres://app:" + password + "@" + closed + "/test?table=t", 1},
+		// Configuration: not retried, exit 2.
+		"bad credentials": {"postgres://mqb_no_such_role:" + password + "@localhost/test?table=t", 2},
 	} {
 		t.Run(name, func(t *testing.T) {
-			code, stderr := svcRun(t, "copy", "--drain", "--from", "dir-spool://"+spool, "--to", to)
-			assert.Equal(t, 1, code)
+			route := filepath.Join(t.TempDir(), "route.yaml")
+			require.NoError(t, os.WriteFile(route, []byte(fmt.Sprintf("input: {url: %q}\noutput: {url: %q}\ndrain: true\nretry: {budget: 2s}\n",
+				"dir-spool://"+spool, tc.to)), 0o600))
+			code, stderr := svcRun(t, "copy", "--config", route)
+			assert.Equal(t, tc.code, code)
+			assert.Equal(t, tc.code == 1, strings.Contains(stderr, "connect failed; retrying"), "retried only when the server may come up")
 			assert.NotContains(t, stderr, password)
 			var errLines []string
 			for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {

@@ -500,8 +500,13 @@ func TestSeedURLsParse(t *testing.T) {
 func TestPasswordsNeverPrinted(t *testing.T) {
 	dir := t.TempDir()
 	in := writeFile(t, filepath.Join(dir, "in.jsonl"), "{\"a\":1}\n")
-	r := run(t, "", "copy", "--from", "file://"+in+"?format=json", "--to", "postgres://app:s3cr3t-pw@127.0.0.1:1/app?table=orders")
+	// Nothing listens on port 1: the connection is retried for the budget
+	// of 1s, and every retry is logged without the password.
+	route := writeFile(t, filepath.Join(dir, "route.yaml"), fmt.Sprintf("input: {url: %q}\noutput: {url: %q}\nretry: {budget: 1s}\n",
+		"file://"+in+"?format=json", "postgres://app:s3cr3t-pw@127.0.0.1:1/app?table=orders"))
+	r := run(t, "", "copy", "--config", route)
 	assert.Equal(t, 1, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "connect failed; retrying")
 	assert.NotContains(t, r.stderr, "s3cr3t-pw")
 	assert.Contains(t, r.stderr, "xxxxx")
 	r = run(t, "", "copy", "--from", "kafka://app:s3cr3t-pw@host/t", "--to", "stdout://")

@@ -38,7 +38,7 @@ func newMetrics(route *bridge.Route) *metrics {
 	m := &metrics{
 		reg:           reg,
 		log:           route.Logger,
-		received:      counter("input_received", "Messages read from the input."),
+		received:      counter("input_received", "Messages read from the input; one read again after a failed write counts once (resends are in mqb_nacks)."),
 		receivedBytes: counter("input_received_bytes", "Payload bytes read from the input."),
 		sent:          counter("output_sent", "Messages the output made durable."),
 		sentBytes:     counter("output_sent_bytes", "Payload bytes the output made durable."),

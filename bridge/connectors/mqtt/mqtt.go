@@ -360,6 +360,10 @@ func (c *conn) connect(ctx context.Context, o *paho.ClientOptions) error {
 	if err != nil {
 		c.client.Disconnect(0)
 		c.client = nil
+		if errRefused(err) {
+			// Bad credentials and the like: not retried, exit 2.
+			return &bridge.ConfigError{Err: err}
+		}
 		return err
 	}
 	return nil

@@ -23,10 +23,6 @@ import (
 // Name is the connector's YAML key.
 const Name = "nats"
 
-// DefaultDrainIdle is how long a draining source waits for a message before
-// it ends, when idle_timeout is not set.
-const DefaultDrainIdle = 2 * time.Second
-
 // Schema is the option table of the NATS JetStream source and target. In a
 // URL the host list becomes servers and the user info username and
 // password (or token, when there is no password).
@@ -53,6 +49,12 @@ var Schema = &option.Schema{
 			Doc: "Storage of a stream made by create_stream."},
 		{Name: "duplicate_window", Type: option.TypeDuration, Default: "2m",
 			Doc: "Deduplication window of a stream made by create_stream: a message id seen within it is stored once."},
+		{Name: "replicas", Type: option.TypeInt, Default: "1", Min: 1, Max: 5,
+			Doc: "Copies of a stream made by create_stream, each on its own server of the cluster (3 survives the loss of one)."},
+		{Name: "max_age", Type: option.TypeDuration, Default: "0s",
+			Doc: "Retention of a stream made by create_stream: messages older than this are removed (0s keeps them)."},
+		{Name: "max_bytes", Type: option.TypeInt, Default: "0", Min: 0,
+			Doc: "Retention of a stream made by create_stream: the oldest messages are removed to keep it under this many bytes (0: no limit)."},
 		{Name: "durable", Type: option.TypeString,
 			Doc: "Source: the durable consumer's name. It keeps the position across restarts; required for a source."},
 		{Name: "deliver_policy", Type: option.TypeEnum, Default: "all", Enum: []string{"all", "new", "last"},
@@ -62,7 +64,7 @@ var Schema = &option.Schema{
 		{Name: "max_ack_pending", Type: option.TypeInt, Default: "1000", Min: 1,
 			Doc: "Source: most messages delivered and not yet acknowledged."},
 		{Name: "idle_timeout", Type: option.TypeDuration, Default: "0s",
-			Doc: "Source: end the route after this long without a message. With --drain it defaults to 2s; without --drain the source waits forever unless this is set."},
+			Doc: "Source without --drain: end the route after this long without a message (0s: wait forever). With --drain the source ends when the durable consumer has nothing left, however long that takes."},
 		{Name: "metadata_headers", Type: option.TypeBool, Default: "true",
 			Doc: "Target: send metadata as message headers (keys starting with nats_ are left out). Source: turn headers into metadata."},
 		{Name: "connect_timeout", Type: option.TypeDuration, Default: "10s", Doc: "How long the first connection may take."},
@@ -131,7 +133,12 @@ func redact(u *url.URL) string {
 			r.User = url.User("xxxxx") // a token
 		}
 	}
-	return querySecret.ReplaceAllString(r.Redacted(), "${1}xxxxx")
+	text := r.Redacted()
+	if r.Host == "" && r.Opaque == "" && r.Path == "" && r.User == nil {
+		// url.URL drops the // of nats://?servers=...; keep it as written.
+		text = strings.Replace(text, r.Scheme+":", r.Scheme+"://", 1)
+	}
+	return querySecret.ReplaceAllString(text, "${1}xxxxx")
 }
 
 // config is the decoded options shared by source and target.
@@ -142,6 +149,9 @@ type config struct {
 	create    bool
 	storage   jetstream.StorageType
 	dupWindow time.Duration
+	replicas  int
+	maxAge    time.Duration
+	maxBytes  int64
 	headers   bool
 	timeout   time.Duration
 	write     time.Duration
@@ -157,6 +167,9 @@ func decode(v *option.Values) (*config, error) {
 		stream:    v.String("stream"),
 		create:    v.Bool("create_stream"),
 		dupWindow: v.Duration("duplicate_window"),
+		replicas:  v.Int("replicas"),
+		maxAge:    v.Duration("max_age"),
+		maxBytes:  int64(v.Int("max_bytes")),
 		headers:   v.Bool("metadata_headers"),
 		timeout:   v.Duration("connect_timeout"),
 		write:     v.Duration("write_timeout"),
@@ -166,28 +179,9 @@ func decode(v *option.Values) (*config, error) {
 	if v.String("storage") == "memory" {
 		c.storage = jetstream.MemoryStorage
 	}
-	for _, s := range strings.Split(v.String("servers"), ",") {
-		s = strings.TrimSpace(s)
-		if s == "" {
-			continue
-		}
-		if !strings.Contains(s, "://") {
-			s = "nats://" + s
-		}
-		u, err := url.Parse(s)
-		if err != nil || u.Host == "" {
-			return nil, &option.Error{Field: "servers", Value: s, Msg: "expects host:port"}
-		}
-		if u.User != nil {
-			return nil, &option.Error{Field: "servers", Msg: "give credentials with username/password or token, not inside servers"}
-		}
-		if u.Port() == "" {
-			u.Host += ":4222"
-		}
-		c.servers = append(c.servers, u.String())
-	}
-	if len(c.servers) == 0 {
-		return nil, &option.Error{Field: "servers", Msg: "must name at least one host:port"}
+	var err error
+	if c.servers, err = parseServers(v.String("servers")); err != nil {
+		return nil, err
 	}
 	if c.subject == "" {
 		return nil, &option.Error{Field: "subject", Msg: "must not be empty"}
@@ -195,6 +189,7 @@ func decode(v *option.Values) (*config, error) {
 	if c.create && c.stream == "" {
 		return nil, &option.Error{Field: "create_stream", Msg: "needs the stream option to name the stream"}
 	}
+
 	if c.timeout <= 0 || c.write <= 0 {
 		return nil, &option.Error{Field: "connect_timeout", Msg: "and write_timeout must be positive"}
 	}
@@ -234,6 +229,35 @@ func decode(v *option.Values) (*config, error) {
 	return c, nil
 }
 
+// parseServers turns the servers option into nats:// URLs with a port.
+func parseServers(list string) ([]string, error) {
+	var servers []string
+	for _, s := range strings.Split(list, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if !strings.Contains(s, "://") {
+			s = "nats://" + s
+		}
+		u, err := url.Parse(s)
+		if err != nil || u.Host == "" {
+			return nil, &option.Error{Field: "servers", Value: s, Msg: "expects host:port"}
+		}
+		if u.User != nil {
+			return nil, &option.Error{Field: "servers", Msg: "give credentials with username/password or token, not inside servers"}
+		}
+		if u.Port() == "" {
+			u.Host += ":4222"
+		}
+		servers = append(servers, u.String())
+	}
+	if len(servers) == 0 {
+		return nil, &option.Error{Field: "servers", Msg: "must name at least one host:port"}
+	}
+	return servers, nil
+}
+
 // where names the endpoint in logs and errors, without credentials.
 func (c *config) where() string {
 	hosts := make([]string, len(c.servers))
@@ -271,7 +295,9 @@ func (e *scrubbed) Error() string { return e.text }
 func (e *scrubbed) Unwrap() error { return e.err }
 
 // connect opens the connection (reconnecting forever afterwards) and the
-// JetStream context, and finds or creates the stream.
+// JetStream context, and finds or creates the stream. A failure that
+// retrying cannot fix (bad credentials, a stream that does not exist) is a
+// *bridge.ConfigError; the route retries the others within its budget.
 func (c *config) connect(ctx context.Context, log *slog.Logger, side string) (*natsgo.Conn, jetstream.JetStream, string, error) {
 	opts := append(append([]natsgo.Option(nil), c.opts...),
 		natsgo.DisconnectErrHandler(func(_ *natsgo.Conn, err error) {
@@ -290,7 +316,11 @@ func (c *config) connect(ctx context.Context, log *slog.Logger, side string) (*n
 		if last := dialer.lastErr(); last != nil && errors.Is(err, natsgo.ErrNoServers) {
 			err = fmt.Errorf("%w (%w)", last, err)
 		}
-		return nil, nil, "", fmt.Errorf("nats %s: cannot connect to %s: %w", side, strings.Join(c.servers, ","), c.scrub(err))
+		err = fmt.Errorf("nats %s: cannot connect to %s: %w", side, strings.Join(c.servers, ","), c.scrub(err))
+		if authFailure(err) {
+			return nil, nil, "", &bridge.ConfigError{Err: err}
+		}
+		return nil, nil, "", err
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -305,9 +335,119 @@ func (c *config) connect(ctx context.Context, log *slog.Logger, side string) (*n
 	stream, err := c.findStream(ctx, js)
 	if err != nil {
 		nc.Close()
-		return nil, nil, "", fmt.Errorf("nats %s: %w", side, err)
+		return nil, nil, "", configIf(fmt.Errorf("nats %s: %w", side, err))
 	}
 	return nc, js, stream, nil
+}
+
+// authFailure reports a refusal of the credentials, which the same
+// credentials get again.
+func authFailure(err error) bool {
+	return errors.Is(err, natsgo.ErrAuthorization) || errors.Is(err, natsgo.ErrAuthExpired) ||
+		errors.Is(err, natsgo.ErrAuthRevoked) || errors.Is(err, natsgo.ErrAccountAuthExpired) ||
+		errors.Is(err, natsgo.ErrPermissionViolation)
+}
+
+// errReplicasNotClustered is JetStream's refusal of replicas > 1 by a
+// single server.
+const errReplicasNotClustered = 10074
+
+// configIf makes err a *bridge.ConfigError when it is a refusal that the
+// same request gets again: a request JetStream answers as bad (400),
+// replicas on a single server, JetStream not enabled, bad credentials.
+// Other failures, such as "no responders" while a cluster elects a leader,
+// or a timeout, stay as they are, for the route to retry.
+func configIf(err error) error {
+	var api *jetstream.APIError
+	switch {
+	case errors.Is(err, bridge.ErrConfig):
+	case authFailure(err),
+		errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount),
+		errors.As(err, &api) && (api.Code == 400 || api.ErrorCode == errReplicasNotClustered):
+		return &bridge.ConfigError{Err: err}
+	}
+	return err
+}
+
+// findStream returns the stream's name, creating it when asked to, and
+// checks that it captures the subject.
+func (c *config) findStream(ctx context.Context, js jetstream.JetStream) (string, error) {
+	if c.stream == "" {
+		return c.streamBySubject(ctx, js)
+	}
+	st, err := js.Stream(ctx, c.stream)
+	switch {
+	case err == nil:
+		return c.stream, c.covers(st.CachedInfo().Config)
+	case errors.Is(err, jetstream.ErrStreamNotFound) && c.create:
+		cfg := jetstream.StreamConfig{
+			Name: c.stream, Subjects: []string{c.subject}, Storage: c.storage, Duplicates: c.dupWindow,
+			Replicas: c.replicas, MaxAge: c.maxAge, MaxBytes: -1,
+		}
+		if c.maxBytes > 0 {
+			cfg.MaxBytes = c.maxBytes
+		}
+		_, err := js.CreateStream(ctx, cfg)
+		if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return "", fmt.Errorf("create stream %s for subject %s: %w", c.stream, c.subject, err)
+		}
+		return c.stream, nil
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		return "", &bridge.ConfigError{Err: fmt.Errorf("stream %s does not exist (create it, or set create_stream=true): %w", c.stream, err)}
+	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
+		return "", fmt.Errorf("JetStream is not enabled on the server (nats-server -js): %w", err)
+	case errors.Is(err, natsgo.ErrNoResponders):
+		return "", fmt.Errorf("look up stream %s: JetStream does not answer (not enabled with nats-server -js, or the cluster has no leader yet): %w", c.stream, err)
+	}
+	return "", fmt.Errorf("look up stream %s: %w", c.stream, err)
+}
+
+func (c *config) streamBySubject(ctx context.Context, js jetstream.JetStream) (string, error) {
+	name, err := js.StreamNameBySubject(ctx, c.subject)
+	switch {
+	case err == nil:
+		return name, nil
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		return "", &bridge.ConfigError{Err: fmt.Errorf("no stream captures subject %s (create one, or set stream=NAME&create_stream=true): %w", c.subject, err)}
+	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
+		return "", fmt.Errorf("JetStream is not enabled on the server (nats-server -js): %w", err)
+	case errors.Is(err, natsgo.ErrNoResponders):
+		return "", fmt.Errorf("find the stream of subject %s: JetStream does not answer (not enabled with nats-server -js, or the cluster has no leader yet): %w", c.subject, err)
+	}
+	return "", fmt.Errorf("find the stream of subject %s: %w", c.subject, err)
+}
+
+// covers checks that the stream captures a subject without wildcards (a
+// target's); a source's filter is checked by JetStream when it makes the
+// consumer.
+func (c *config) covers(sc jetstream.StreamConfig) error {
+	if strings.ContainsAny(c.subject, "*>") {
+		return nil
+	}
+	for _, s := range sc.Subjects {
+		if subjectMatches(s, c.subject) {
+			return nil
+		}
+	}
+	return &bridge.ConfigError{Err: fmt.Errorf("stream %s does not capture subject %s (its subjects: %s)",
+		c.stream, c.subject, strings.Join(sc.Subjects, ", "))}
+}
+
+// subjectMatches reports whether the literal subject matches pattern, a
+// subject with the wildcards * (one token) and > (the rest).
+func subjectMatches(pattern, subject string) bool {
+	p, s := strings.Split(pattern, "."), strings.Split(subject, ".")
+	for i, tok := range p {
+		switch {
+		case tok == ">":
+			return len(s) > i
+		case i >= len(s):
+			return false
+		case tok != "*" && tok != s[i]:
+			return false
+		}
+	}
+	return len(p) == len(s)
 }
 
 // recordingDialer remembers the last dial error, which nats.go replaces by
@@ -333,39 +473,4 @@ func (r *recordingDialer) lastErr() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.last
-}
-
-// findStream returns the stream's name, creating it when asked to.
-func (c *config) findStream(ctx context.Context, js jetstream.JetStream) (string, error) {
-	if c.stream != "" {
-		_, err := js.Stream(ctx, c.stream)
-		switch {
-		case err == nil:
-			return c.stream, nil
-		case errors.Is(err, jetstream.ErrStreamNotFound) && c.create:
-			_, err := js.CreateStream(ctx, jetstream.StreamConfig{
-				Name: c.stream, Subjects: []string{c.subject}, Storage: c.storage, Duplicates: c.dupWindow,
-			})
-			if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-				return "", fmt.Errorf("create stream %s for subject %s: %w", c.stream, c.subject, err)
-			}
-			return c.stream, nil
-		case errors.Is(err, jetstream.ErrStreamNotFound):
-			return "", fmt.Errorf("stream %s does not exist (create it, or set create_stream=true): %w", c.stream, err)
-		case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, natsgo.ErrNoResponders):
-			return "", fmt.Errorf("JetStream is not enabled on the server (nats-server -js): %w", err)
-		default:
-			return "", fmt.Errorf("look up stream %s: %w", c.stream, err)
-		}
-	}
-	name, err := js.StreamNameBySubject(ctx, c.subject)
-	switch {
-	case err == nil:
-		return name, nil
-	case errors.Is(err, jetstream.ErrStreamNotFound):
-		return "", fmt.Errorf("no stream captures subject %s (create one, or set stream=NAME&create_stream=true): %w", c.subject, err)
-	case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, natsgo.ErrNoResponders):
-		return "", fmt.Errorf("JetStream is not enabled on the server (nats-server -js): %w", err)
-	}
-	return "", fmt.Errorf("find the stream of subject %s: %w", c.subject, err)
 }

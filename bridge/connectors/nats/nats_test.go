@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -199,6 +200,8 @@ func TestURLFields(t *testing.T) {
 	assert.Equal(t, "nats://xxxxx@h:4222?subject=s", redact(u))
 	u, _ = url.Parse("nats://u:pw@h:4222?subject=s&token=tk")
 	assert.Equal(t, "nats://u:xxxxx@h:4222?subject=s&token=xxxxx", redact(u))
+	u, _ = url.Parse("nats://?servers=a:4222,b:4222&subject=s&password=pw&username=u")
+	assert.Equal(t, "nats://?servers=a:4222,b:4222&subject=s&password=xxxxx&username=u", redact(u), "a URL without host keeps its //")
 
 	_, err := NewSource(resolve(t, "nats://h?subject=s"))
 	require.ErrorIs(t, err, option.ErrInvalid)
@@ -297,7 +300,7 @@ func TestUnackedAreRedeliveredAfterClose(t *testing.T) {
 	settleAll(t, acks, nil)
 }
 
-func TestDrainEndsAfterIdle(t *testing.T) {
+func TestDrainEndsWhenTheDurableHasNothingLeft(t *testing.T) {
 	js := needServer(t)
 	stream, subject := newStream(t, js)
 	s, err := NewSource(resolve(t, "nats://"+testServer()+"?subject="+subject+".>&stream="+stream+"&durable="+unique("d")))
@@ -308,13 +311,78 @@ func TestDrainEndsAfterIdle(t *testing.T) {
 	start := time.Now()
 	_, _, err = s.ReadBatch(context.Background(), 10)
 	require.ErrorIs(t, err, bridge.ErrEndOfInput)
-	assert.InDelta(t, DefaultDrainIdle.Seconds(), time.Since(start).Seconds(), 0.6)
+	assert.Less(t, time.Since(start), 3*drainPoll, "an empty durable ends the drain after one empty pull")
 
 	s.SetDrain(false)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	_, _, err = s.ReadBatch(ctx, 10)
-	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "without drain and idle_timeout the source waits")
+}
+
+// TestDrainWaitsForMessagesOfAnotherReader: readers share a durable
+// consumer. A draining reader must not end while another holds messages it
+// has not acknowledged: it ends once that reader acknowledged them, and
+// when that reader dies, it gets them itself after ack_wait.
+func TestDrainWaitsForMessagesOfAnotherReader(t *testing.T) {
+	js := needServer(t)
+	stream, subject := newStream(t, js)
+	tg := openTarget(t, "subject="+subject+".x")
+	query := "subject=" + subject + ".>&stream=" + stream + "&durable=" + unique("shared-") + "&ack_wait=4s"
+	draining := func() *Source {
+		s, err := NewSource(resolve(t, "nats://"+testServer()+"?"+query))
+		require.NoError(t, err)
+		s.SetDrain(true)
+		require.NoError(t, s.Connect(context.Background()))
+		t.Cleanup(func() { _ = s.Close(context.Background()) })
+		return s
+	}
+
+	// A live peer holds two messages for 3s, then acknowledges them.
+	require.NoError(t, tg.WriteBatch(context.Background(), msgs("a1", "a2")))
+	peer := openSource(t, query)
+	_, acks := read(t, peer, 2)
+	go func() {
+		time.Sleep(3 * time.Second)
+		settleAll(t, acks, nil)
+	}()
+	start := time.Now()
+	expectEnd(t, draining())
+	assert.Greater(t, time.Since(start), 2500*time.Millisecond, "the drain waited for the peer's acknowledgement")
+
+	// A peer dies holding two messages: they come back after ack_wait (4s),
+	// well after an idle period of a couple of seconds.
+	require.NoError(t, tg.WriteBatch(context.Background(), msgs("b1", "b2")))
+	dead := openSource(t, query)
+	got, _ := read(t, dead, 2)
+	require.Equal(t, []string{"b1", "b2"}, ids(got))
+	require.NoError(t, dead.Close(context.Background()))
+	s := draining()
+	start = time.Now()
+	got, acks = read(t, s, 2)
+	assert.Equal(t, []string{"b1", "b2"}, ids(got))
+	assert.Greater(t, time.Since(start), 2*time.Second, "delivered again only after ack_wait")
+	settleAll(t, acks, nil)
+	expectEnd(t, s)
+}
+
+func TestCreateStreamForACluster(t *testing.T) {
+	js := needServer(t)
+	stream := strings.ToUpper(unique("MQB_TEST_"))
+	subject := unique("mqbtest.")
+	t.Cleanup(func() { _ = js.DeleteStream(context.Background(), stream) })
+	openTarget(t, "subject="+subject+"&stream="+stream+"&create_stream=true&storage=memory&max_age=1h&max_bytes=1048576&replicas=1")
+	st, err := js.Stream(context.Background(), stream)
+	require.NoError(t, err)
+	cfg := st.CachedInfo().Config
+	assert.Equal(t, time.Hour, cfg.MaxAge)
+	assert.Equal(t, int64(1048576), cfg.MaxBytes)
+	assert.Equal(t, 1, cfg.Replicas)
+	assert.Equal(t, jetstream.MemoryStorage, cfg.Storage)
+
+	_, err = testEnv().Resolve(bridge.Endpoint{URL: "nats://h?subject=s&stream=S&create_stream=true&replicas=7"})
+	require.ErrorIs(t, err, option.ErrInvalid)
+	assert.Contains(t, err.Error(), `"replicas" = "7": must be from 1 to 5`)
 }
 
 func TestMissingStream(t *testing.T) {
@@ -323,12 +391,72 @@ func TestMissingStream(t *testing.T) {
 	require.NoError(t, err)
 	err = tg.Connect(context.Background())
 	require.ErrorIs(t, err, jetstream.ErrStreamNotFound)
+	require.ErrorIs(t, err, bridge.ErrConfig, "a configuration mistake: not retried, exit 2")
 	assert.Contains(t, err.Error(), "create_stream=true")
 
 	tg, err = NewTarget(resolve(t, "nats://"+testServer()+"?subject=x&stream="+unique("NOPE")))
 	require.NoError(t, err)
 	err = tg.Connect(context.Background())
 	require.ErrorIs(t, err, jetstream.ErrStreamNotFound)
+	require.ErrorIs(t, err, bridge.ErrConfig)
+}
+
+func TestSubjectNotInTheStream(t *testing.T) {
+	js := needServer(t)
+	stream, subject := newStream(t, js)
+	openTarget(t, "subject="+subject+".a.b&stream="+stream) // subject.> covers it
+
+	tg, err := NewTarget(resolve(t, "nats://"+testServer()+"?subject="+unique("elsewhere.")+"&stream="+stream))
+	require.NoError(t, err)
+	err = tg.Connect(context.Background())
+	require.ErrorIs(t, err, bridge.ErrConfig)
+	assert.Contains(t, err.Error(), "does not capture subject")
+	assert.Contains(t, err.Error(), subject+".>", "names the subjects the stream has")
+
+	src, err := NewSource(resolve(t, "nats://"+testServer()+"?subject="+unique("elsewhere.")+"&stream="+stream+"&durable="+unique("d")))
+	require.NoError(t, err)
+	err = src.Connect(context.Background())
+	require.ErrorIs(t, err, bridge.ErrConfig, "JetStream refuses a filter outside the stream")
+}
+
+func TestSubjectMatches(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, subject string
+		want             bool
+	}{
+		{"orders", "orders", true},
+		{"orders", "orders.eu", false},
+		{"orders.*", "orders.eu", true},
+		{"orders.*", "orders.eu.x", false},
+		{"orders.>", "orders.eu.x", true},
+		{"orders.>", "orders", false},
+		{">", "a.b", true},
+		{"*.eu", "orders.eu", true},
+		{"*.eu", "orders.us", false},
+	} {
+		assert.Equal(t, tc.want, subjectMatches(tc.pattern, tc.subject), "%s ~ %s", tc.pattern, tc.subject)
+	}
+}
+
+func TestWhichFailuresAreConfiguration(t *testing.T) {
+	for _, tc := range []struct {
+		err    error
+		config bool
+	}{
+		{natsgo.ErrNoResponders, false},
+		{context.DeadlineExceeded, false},
+		{natsgo.ErrTimeout, false},
+		{&jetstream.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}, false},
+		{natsgo.ErrAuthorization, true},
+		{jetstream.ErrJetStreamNotEnabled, true},
+		{&jetstream.APIError{Code: 400, ErrorCode: 10093, Description: "consumer filter subject is not a valid subset of the interest subjects"}, true},
+		{&bridge.ConfigError{Err: errors.New("stream X does not exist")}, true},
+		{&jetstream.APIError{Code: 500, ErrorCode: 10074, Description: "replicas > 1 not supported in non-clustered mode"}, true},
+		{&jetstream.APIError{Code: 503, ErrorCode: 10023, Description: "insufficient resources"}, false},
+	} {
+		err := configIf(fmt.Errorf("nats source: %w", tc.err))
+		assert.Equal(t, tc.config, errors.Is(err, bridge.ErrConfig), "%v", tc.err)
+	}
 }
 
 func TestBadMetadataHeader(t *testing.T) {
@@ -363,4 +491,60 @@ func TestConnectionRefusedIsOneClearLine(t *testing.T) {
 		assert.NotContains(t, err.Error(), password)
 		assert.NotContains(t, err.Error(), "\n")
 	}
+}
+
+// startServer runs /usr/sbin/nats-server with args on a free loopback port
+// for the test and returns its host:port; it skips (or fails under
+// MQB_REQUIRE_SERVICES=1) when the binary is missing.
+func startServer(t *testing.T, args ...string) string {
+	t.Helper()
+	const bin = "/usr/sbin/nats-server"
+	if _, err := os.Stat(bin); err != nil {
+		msg := "nats-server is not installed at " + bin + " (apt-get install nats-server)"
+		if os.Getenv("MQB_REQUIRE_SERVICES") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	_, port, _ := net.SplitHostPort(addr)
+	require.NoError(t, l.Close())
+	cmd := exec.Command(bin, append([]string{"-a", "127.0.0.1", "-p", port}, args...)...)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return addr
+		}
+	}
+	t.Fatalf("nats-server did not come up on %s", addr)
+	return ""
+}
+
+func TestBadCredentialsAreConfiguration(t *testing.T) {
+	addr := startServer(t, "-js", "-sd", t.TempDir(), "--user", "mqb", "--pass", "right-Pa55")
+	s, err := NewSource(resolve(t, "nats://mqb:wrong-Pa55@"+addr+"?subject=s&durable=d"))
+	require.NoError(t, err)
+	start := time.Now()
+	err = s.Connect(context.Background())
+	require.ErrorIs(t, err, bridge.ErrConfig, "not retried: exit 2")
+	assert.ErrorIs(t, err, natsgo.ErrAuthorization)
+	assert.NotContains(t, err.Error(), "wrong-Pa55")
+	assert.Less(t, time.Since(start), 5*time.Second)
+
+	// The right password gets through to JetStream.
+	tg := openTargetAt(t, "nats://mqb:right-Pa55@"+addr+"?subject=s&stream=S&create_stream=true")
+	require.NoError(t, tg.WriteBatch(context.Background(), msgs("x")))
+}
+
+func openTargetAt(t *testing.T, raw string) *Target {
+	t.Helper()
+	tg, err := NewTarget(resolve(t, raw))
+	require.NoError(t, err)
+	require.NoError(t, tg.Connect(context.Background()))
+	t.Cleanup(func() { _ = tg.Close(context.Background(), nil) })
+	return tg
 }

@@ -1,6 +1,7 @@
 package nats
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,8 +19,13 @@ import (
 	"github.com/mqb-project/mqb/bridge"
 )
 
-// pollWait bounds one pull request while the source waits for a message.
-const pollWait = 5 * time.Second
+// pollWait bounds one pull request while the source waits for a message;
+// drainPoll is the wait of a draining source, which asks JetStream after
+// each empty pull whether the durable consumer has anything left.
+const (
+	pollWait  = 5 * time.Second
+	drainPoll = time.Second
+)
 
 // Source reads a stream through a durable pull consumer and acknowledges
 // messages to JetStream only when the route acknowledges them.
@@ -29,6 +35,7 @@ type Source struct {
 	durable string
 	ccfg    jetstream.ConsumerConfig
 	drain   bool
+	retry   *bridge.Backoff // failing pulls and consumer lookups
 
 	nc       *natsgo.Conn
 	stream   string
@@ -37,8 +44,9 @@ type Source struct {
 }
 
 var (
-	_ bridge.Source  = (*Source)(nil)
-	_ bridge.Drainer = (*Source)(nil)
+	_ bridge.Source    = (*Source)(nil)
+	_ bridge.Drainer   = (*Source)(nil)
+	_ bridge.RetryUser = (*Source)(nil)
 )
 
 // NewSource builds a NATS JetStream source from decoded options.
@@ -61,7 +69,7 @@ func NewSource(env *bridge.Env, v *option.Values) (*Source, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Source{cfg: cfg, log: log, durable: durable, ccfg: jetstream.ConsumerConfig{
+	return &Source{cfg: cfg, log: log, durable: durable, retry: bridge.NewBackoff(bridge.DefaultRetry), ccfg: jetstream.ConsumerConfig{
 		Durable:       durable,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       v.Duration("ack_wait"),
@@ -71,18 +79,23 @@ func NewSource(env *bridge.Env, v *option.Values) (*Source, error) {
 	}}, nil
 }
 
-// SetDrain makes the source end after idle_timeout (2s by default) without
-// a message. The route calls it before Connect.
+// SetDrain makes the source end once the durable consumer has nothing
+// left: no message waiting for it in the stream and none delivered and not
+// yet acknowledged, by this process or by another reading the same
+// durable. The route calls it before Connect.
 func (s *Source) SetDrain(drain bool) { s.drain = drain }
 
+// SetRetry sets how long pulls may keep failing (while a cluster elects a
+// leader, say) before ReadBatch fails. The route calls it before Connect.
+func (s *Source) SetRetry(p bridge.RetryPolicy) { s.retry = bridge.NewBackoff(p) }
+
+// idle is how long ReadBatch waits without a message before it ends the
+// input: idle_timeout, and only when not draining.
 func (s *Source) idle() time.Duration {
-	switch {
-	case s.cfg.idleSet:
-		return s.cfg.idle
-	case s.drain:
-		return DefaultDrainIdle
+	if s.drain || !s.cfg.idleSet {
+		return 0
 	}
-	return 0
+	return s.cfg.idle
 }
 
 // Connect connects, finds (or creates) the stream and creates or updates
@@ -100,17 +113,18 @@ func (s *Source) Connect(ctx context.Context) error {
 	cons, err := js.CreateOrUpdateConsumer(cctx, stream, s.ccfg)
 	if err != nil {
 		nc.Close()
-		return fmt.Errorf("nats source: durable consumer %s: %w", s.durable, err)
+		return configIf(fmt.Errorf("nats source: durable consumer %s: %w", s.durable, err))
 	}
 	s.nc, s.stream, s.cons = nc, stream, cons
 	s.log.Info("nats source connected", "server", nc.ConnectedUrlRedacted(), "stream", stream, "subject", s.cfg.subject, "durable", s.durable)
 	return nil
 }
 
-// ReadBatch returns up to max messages, waiting for at least one. It
-// returns bridge.ErrEndOfInput after idle_timeout without a message (2s by
-// default when the route drains), counted only while the connection is up
-// and no batch is unsettled.
+// ReadBatch returns up to max messages, waiting for at least one. Without
+// drain it returns bridge.ErrEndOfInput after idle_timeout without a
+// message (when set), counted only while the connection is up and no batch
+// is unsettled. With drain it returns it once the durable consumer has
+// nothing pending and nothing awaiting acknowledgement (see SetDrain).
 func (s *Source) ReadBatch(ctx context.Context, limit int) ([]*bridge.Message, bridge.AckFunc, error) {
 	if s.cons == nil {
 		return nil, nil, errors.New("nats source: ReadBatch before Connect")
@@ -127,7 +141,10 @@ func (s *Source) ReadBatch(ctx context.Context, limit int) ([]*bridge.Message, b
 			// Nothing right now: wait for one message, then take what else
 			// is there.
 			wait := pollWait
-			if idle > 0 {
+			switch {
+			case s.drain:
+				wait = drainPoll
+			case idle > 0:
 				wait = max(min(wait, idle-time.Since(quiet)), 50*time.Millisecond)
 			}
 			if msgs, err = s.fetch(ctx, 1, wait); err != nil {
@@ -148,6 +165,13 @@ func (s *Source) ReadBatch(ctx context.Context, limit int) ([]*bridge.Message, b
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
 		}
+		if s.drain {
+			done, err := s.drained(ctx)
+			if err != nil || done {
+				return nil, nil, cmp.Or(err, bridge.ErrEndOfInput)
+			}
+			continue
+		}
 		if !s.nc.IsConnected() || s.inflight.Load() > 0 {
 			quiet = time.Now()
 		} else if idle > 0 && time.Since(quiet) >= idle {
@@ -156,17 +180,65 @@ func (s *Source) ReadBatch(ctx context.Context, limit int) ([]*bridge.Message, b
 	}
 }
 
+// drained asks JetStream whether the durable consumer has nothing left:
+// no message of the stream waiting for it, and none delivered (to this
+// process or another) and not yet acknowledged. A message held by a reader
+// that died counts until ack_wait has passed and it was delivered again.
+func (s *Source) drained(ctx context.Context) (bool, error) {
+	if !s.nc.IsConnected() || s.inflight.Load() > 0 {
+		return false, nil
+	}
+	ictx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
+	defer cancel()
+	info, err := s.cons.Info(ictx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		return false, s.failed(ctx, fmt.Errorf("nats source: state of consumer %s: %w", s.durable, err))
+	}
+	s.retry.Reset()
+	if info.NumPending > 0 || info.NumAckPending > 0 {
+		s.log.Debug("nats: draining; the durable consumer still has messages", "durable", s.durable,
+			"pending", info.NumPending, "awaiting_ack", info.NumAckPending)
+		return false, nil
+	}
+	return true, nil
+}
+
+// failed waits before the source tries again after err, a failure to reach
+// the consumer that may pass (a leader election, a server restarting). It
+// returns nil to try again, or err once such failures have lasted the
+// route's retry budget; a failure that cannot pass (the consumer was
+// deleted) is returned at once.
+func (s *Source) failed(ctx context.Context, err error) error {
+	var api *jetstream.APIError
+	if errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrNotPullConsumer) ||
+		errors.As(err, &api) && api.Code == 400 {
+		return err
+	}
+	attempt := s.retry.Attempt() + 1
+	wait, werr := s.retry.Next(err)
+	if werr != nil {
+		return werr
+	}
+	s.log.Warn("nats: consumer unreachable; retrying", "durable", s.durable, "attempt", attempt,
+		"wait", wait.Round(time.Millisecond), "error", err)
+	select {
+	case <-time.After(wait):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // fetch pulls up to n messages: those available now when wait is 0, else
 // waiting up to wait for the first.
 func (s *Source) fetch(ctx context.Context, n int, wait time.Duration) ([]jetstream.Msg, error) {
 	if !s.nc.IsConnected() {
-		// Pull requests fail while reconnecting; wait a little instead.
-		select {
-		case <-time.After(min(max(wait, 100*time.Millisecond), time.Second)):
-			return nil, nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+		// Pull requests fail while the client reconnects: wait instead,
+		// within the retry budget.
+		return nil, s.failed(ctx, fmt.Errorf("nats source: connection lost, reconnecting to %s: %w", s.cfg.where(), natsgo.ErrDisconnected))
 	}
 	var (
 		batch jetstream.MessageBatch
@@ -204,6 +276,7 @@ func (s *Source) fetch(ctx context.Context, n int, wait time.Duration) ([]jetstr
 	if err := batch.Error(); err != nil && len(msgs) == 0 {
 		return nil, s.fetchErr(ctx, err)
 	}
+	s.retry.Reset()
 	return msgs, nil
 }
 
@@ -217,7 +290,8 @@ func expired(ctx context.Context) bool {
 }
 
 // fetchErr sorts a failed pull: a context that ended is the caller's, a
-// lost connection is waited out, anything else stops the source.
+// lost connection is waited out, anything else is retried within the retry
+// budget (see failed).
 func (s *Source) fetchErr(ctx context.Context, err error) error {
 	switch {
 	case ctx.Err() != nil:
@@ -228,7 +302,7 @@ func (s *Source) fetchErr(ctx context.Context, err error) error {
 		errors.Is(err, natsgo.ErrConnectionReconnecting), errors.Is(err, natsgo.ErrDisconnected):
 		return nil
 	}
-	return fmt.Errorf("nats source: pull from consumer %s: %w", s.durable, err)
+	return s.failed(ctx, fmt.Errorf("nats source: pull from consumer %s: %w", s.durable, err))
 }
 
 func (s *Source) deliver(raw []jetstream.Msg) ([]*bridge.Message, bridge.AckFunc, error) {

@@ -329,6 +329,7 @@ func TestConnectChecksTable(t *testing.T) {
 	err = tg.Connect(ctx)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "does not exist")
+	assert.ErrorIs(t, err, bridge.ErrConfig, "a missing table is not retried: exit 2")
 	_ = tg.Close(ctx, nil)
 
 	table := newTable(t, admin, "message_id text, body jsonb")
@@ -464,6 +465,8 @@ func TestConnectErrorsRedactThePassword(t *testing.T) {
 			if tt.server {
 				assert.True(t, errors.As(err, &pgErr), "the server's error stays reachable")
 			}
+			assert.Equal(t, tt.server, errors.Is(err, bridge.ErrConfig),
+				"bad credentials are configuration (not retried, exit 2); a refused connection is retried by the route")
 			assert.False(t, strings.Contains(fmt.Sprintf("%+v", err), password))
 		})
 	}

@@ -151,11 +151,37 @@ func (t *Target) errorf(err error, format string, args ...any) error {
 }
 
 // Connect opens the connection and looks up the table's columns once.
+//
+// A refusal that the same configuration gets again (bad credentials, a
+// database or table that does not exist, a privilege missing) is a
+// *bridge.ConfigError; the route retries other failures within its budget.
 func (t *Target) Connect(ctx context.Context) error {
-	if err := t.dial(ctx); err != nil {
-		return err
+	err := t.dial(ctx)
+	if err == nil {
+		if err = t.describe(ctx); err != nil {
+			_ = t.conn.Close(context.WithoutCancel(ctx))
+			t.conn = nil
+		}
 	}
-	return t.describe(ctx)
+	if misconfigured(err) {
+		return &bridge.ConfigError{Err: err}
+	}
+	return err
+}
+
+// misconfigured reports a server refusal at connect time that only a
+// change of configuration fixes: invalid authorization (class 28), an
+// invalid catalog name (3D), a missing table or privilege (42).
+func misconfigured(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || len(pe.Code) != 5 {
+		return false
+	}
+	switch pe.Code[:2] {
+	case "28", "3D", "42":
+		return true
+	}
+	return false
 }
 
 func (t *Target) dial(ctx context.Context) error {
