@@ -15,7 +15,8 @@ import (
 // The crash model.
 //
 // Every file node has a content (in the base) and a synced length: File.Sync,
-// SyncAll and Claim.Write set it. Every directory node has its current
+// SyncAll and Claim.Sync set it. A claim file written in place (Claim.WriteAt)
+// keeps its durable bytes and the writes made since (placed). Every directory node has its current
 // entries and its durable entries. A create, rename or remove updates the
 // current entries at once and is logged as a pending op; SyncDir of a
 // directory commits, into the durable entries, every pending op that names an
@@ -331,6 +332,13 @@ func (f *FS) SyncAll() error {
 	defer f.mu.Unlock()
 	// Only the files in unsynced can have bytes past their synced length.
 	for n := range f.unsynced {
+		if n.placed != nil {
+			if err := f.syncPlaced(n); err != nil {
+				return baseErr(op, n.rel(), err)
+			}
+			delete(f.unsynced, n)
+			continue
+		}
 		size, err := f.size(n)
 		if err != nil {
 			return baseErr(op, n.rel(), err)
@@ -380,7 +388,7 @@ type CrashOptions struct {
 //     an entry whose removal or rename away was not made durable is still
 //     there;
 //   - each file holds the bytes it had when last synced (File.Sync, SyncAll,
-//     Claim.Write): empty if it never was.
+//     Claim.Sync): empty if it never was.
 //
 // With KeepUnsynced > 0, each pending (unsynced) create, rename or remove
 // survives with that probability, and one that survives brings along the
@@ -391,11 +399,15 @@ type CrashOptions struct {
 // Each file with unsynced bytes keeps its synced bytes followed by a prefix
 // of the bytes written after them: the whole tail with probability
 // KeepUnsynced², none with probability 1-KeepUnsynced, otherwise 1 to n-1 of
-// its n unsynced bytes.
+// its n unsynced bytes. A claim file written in place keeps its synced bytes
+// with each unsynced Claim.WriteAt over them whole, torn (each 8-byte block
+// of the file it covers new or old), or not at all, with the same
+// probabilities.
 //
 // Whatever the options, the result is a state a crash could produce:
 //   - a file's content is a prefix of its current content, at least as long
-//     as its synced part;
+//     as its synced part (a claim file written in place: its synced bytes
+//     with some blocks of each later write over them);
 //   - a file or directory appears under at most one name; a renamed one
 //     appears under its old name or its new name, never both, and never
 //     neither if its old entry was durable;
@@ -482,7 +494,11 @@ func (c *crasher) dir(d, od *node, at string) error {
 			if err != nil {
 				return err
 			}
-			data = data[:c.keep(n, len(data))]
+			if n.placed != nil {
+				data = c.placedContent(n.placed)
+			} else {
+				data = data[:c.keep(n, len(data))]
+			}
 			m = c.out.newFile()
 			if err := afero.WriteFile(c.out.base, c.out.where(m), data, 0o644); err != nil {
 				return err
@@ -496,6 +512,37 @@ func (c *crasher) dir(d, od *node, at string) error {
 		m.durRefs = 1
 	}
 	return nil
+}
+
+// tearBlock is the unit in which an unsynced in-place write tears: a
+// sector-like block of the file, at a multiple of its size.
+const tearBlock = 8
+
+// placedContent returns what survives of a file written in place: its
+// durable bytes with each write made since over them whole (probability
+// KeepUnsynced²), not at all (probability 1-KeepUnsynced), or otherwise torn:
+// each tearBlock-byte block of the file that it covers holds its new bytes
+// or its old ones, independently, as when a disk writes sectors out of
+// order.
+func (c *crasher) placedContent(p *placed) []byte {
+	out := slices.Clone(p.durable)
+	for _, w := range p.writes {
+		if len(w.data) == 0 || c.p == 0 || c.rng.Float64() >= c.p {
+			continue
+		}
+		whole := c.rng.Float64() < c.p
+		if end := w.off + int64(len(w.data)); end > int64(len(out)) {
+			out = append(out, make([]byte, end-int64(len(out)))...)
+		}
+		for at := w.off; at < w.off+int64(len(w.data)); {
+			next := min((at/tearBlock+1)*tearBlock, w.off+int64(len(w.data)))
+			if whole || c.rng.IntN(2) == 0 {
+				copy(out[at:next], w.data[at-w.off:next-w.off])
+			}
+			at = next
+		}
+	}
+	return out
 }
 
 // keep returns how many of the size current bytes of n survive.

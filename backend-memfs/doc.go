@@ -14,7 +14,7 @@
 // accumulate.
 //
 // The point of the package is Crash: memfs remembers what was made durable
-// (file bytes by File.Sync, SyncAll or Claim.Write; directory entries by
+// (file bytes by File.Sync, SyncAll or Claim.Sync; directory entries by
 // SyncDir of their directory) and Crash returns a new FS with only that, or,
 // with CrashOptions.KeepUnsynced, a seeded random share of what was not
 // synced, always in a state a real filesystem could leave after a power cut.

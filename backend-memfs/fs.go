@@ -81,9 +81,10 @@ type node struct {
 	name   string
 
 	// Files.
-	syncedLen int64  // the first syncedLen bytes of the content are durable
-	writing   bool   // its handle from CreateExcl is open
-	claim     *claim // the holder of the in-process lock, if any
+	syncedLen int64   // the first syncedLen bytes of the content are durable
+	writing   bool    // its handle from CreateExcl is open
+	claim     *claim  // the holder of the in-process lock, if any
+	placed    *placed // written in place through a Claim: what is durable
 
 	// Directories.
 	children  map[string]*node

@@ -3,6 +3,7 @@ package memfs
 import (
 	"io/fs"
 	"os"
+	"slices"
 	"syscall"
 
 	"github.com/spf13/afero"
@@ -65,30 +66,87 @@ type claim struct {
 	released bool
 }
 
-// Write replaces the whole content of the claim file with data and makes it
-// durable: after Write returns nil, a Crash keeps the claim file under its
-// current name, holding data. After Release it fails with fs.ErrClosed.
-func (c *claim) Write(data []byte) error {
+// WriteAt writes data at offset off of the claim file in place, never
+// truncating it. The bytes are not durable until Sync: a Crash before then
+// keeps each unsynced write whole, torn (some of its 8-byte blocks) or not
+// at all, each over the bytes durable before. After Release it fails with
+// fs.ErrClosed.
+func (c *claim) WriteAt(data []byte, off int64) (int, error) {
 	const op = "write"
+	f := c.fsys
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c.released {
+		return 0, pathErr(op, c.name, fs.ErrClosed)
+	}
+	if off < 0 {
+		return 0, pathErr(op, c.name, fs.ErrInvalid)
+	}
+	if c.n.placed == nil {
+		cur, err := f.content(c.n)
+		if err != nil {
+			return 0, baseErr(op, c.name, err)
+		}
+		c.n.placed = &placed{durable: cur[:min(int64(len(cur)), c.n.syncedLen)]}
+	}
+	n, err := c.h.WriteAt(data, off)
+	c.n.placed.writes = append(c.n.placed.writes, extent{off: off, data: slices.Clone(data[:n])})
+	f.unsynced[c.n] = struct{}{}
+	grew(f.unsynced, &f.unsyncedPeak)
+	if err != nil {
+		return n, baseErr(op, c.name, err)
+	}
+	return n, nil
+}
+
+// Sync makes the claim file's bytes durable, and its directory entry with
+// them: after Sync returns nil, a Crash keeps the claim file under its
+// current name with its current content. After Release it fails with
+// fs.ErrClosed.
+func (c *claim) Sync() error {
+	const op = "sync"
 	f := c.fsys
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if c.released {
 		return pathErr(op, c.name, fs.ErrClosed)
 	}
-	if err := c.h.Truncate(0); err != nil {
-		return baseErr(op, c.name, err)
-	}
-	if _, err := c.h.WriteAt(data, 0); err != nil {
-		return baseErr(op, c.name, err)
-	}
 	if err := c.h.Sync(); err != nil {
 		return baseErr(op, c.name, err)
 	}
-	c.n.syncedLen = int64(len(data))
+	if err := f.syncPlaced(c.n); err != nil {
+		return baseErr(op, c.name, err)
+	}
+	delete(f.unsynced, c.n)
+	f.unsynced = shrunk(f.unsynced, &f.unsyncedPeak)
 	// "Durable" covers the file's entry too: commit its creation (what a
 	// disk backend does by syncing the parent directory once).
 	f.commit(c.n.pending)
+	return nil
+}
+
+// placed is the durable state of a file written in place: its durable
+// bytes, and the writes made over them since.
+type placed struct {
+	durable []byte
+	writes  []extent
+}
+
+type extent struct {
+	off  int64
+	data []byte
+}
+
+// syncPlaced makes the whole current content of n durable.
+func (f *FS) syncPlaced(n *node) error {
+	cur, err := f.content(n)
+	if err != nil {
+		return err
+	}
+	n.syncedLen = int64(len(cur))
+	if n.placed != nil {
+		n.placed.durable, n.placed.writes = cur, nil
+	}
 	return nil
 }
 

@@ -17,8 +17,8 @@ import (
 // (another process, or another Claim of this process) Lock fails at once
 // with an error matching core.ErrLocked. The kernel releases the lock when
 // the holding process dies, so a claim is never stale. The file is never
-// removed. Lock makes the file's directory entry durable, so that a record
-// Claim.Write made durable survives a power cut with its entry. Like every
+// removed. Lock makes the file's directory entry durable, so that bytes
+// Claim.Sync made durable survive a power cut with their entry. Like every
 // name, a claim file is never reached through a symbolic link.
 // Closing the FS does not release its claims.
 //
@@ -30,7 +30,7 @@ func (f *FS) Lock(name string) (core.Claim, error) {
 		// The lock is taken on a descriptor opened here, through the same
 		// confined resolution as every other name, rather than by
 		// gofrs/flock, which opens by path: O_NOFOLLOW there protects only
-		// the last element, and it does not expose its descriptor for Write.
+		// the last element, and it does not expose its descriptor for WriteAt.
 		fd, err := f.openBeneath(rootfd, name,
 			unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_LARGEFILE, f.fileMode)
 		if err != nil {
@@ -52,7 +52,7 @@ func (f *FS) Lock(name string) (core.Claim, error) {
 		}
 		if err == nil {
 			// Whoever created the file, its entry must be durable before
-			// Claim.Write can promise that the record survives a power cut.
+			// Claim.Sync can promise that the record survives a power cut.
 			err = f.fsyncDir(rootfd, path.Dir(name))
 		}
 		if err != nil {
@@ -75,21 +75,24 @@ type claim struct {
 	file *os.File // nil once released
 }
 
-// Write replaces the content of the claim file with data (truncate, write,
-// fsync); with the entry made durable by Lock, the record survives a power
-// cut once Write returns nil. A reader racing with Write can see an empty or
-// partial file.
-func (c *claim) Write(data []byte) error {
+// WriteAt writes data at offset off of the claim file in place (pwrite),
+// never truncating it.
+func (c *claim) WriteAt(data []byte, off int64) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.file == nil {
-		return &fs.PathError{Op: "write", Path: c.name, Err: fs.ErrClosed}
+		return 0, &fs.PathError{Op: "write", Path: c.name, Err: fs.ErrClosed}
 	}
-	if err := c.file.Truncate(0); err != nil {
-		return err
-	}
-	if _, err := c.file.WriteAt(data, 0); err != nil {
-		return err
+	return c.file.WriteAt(data, off)
+}
+
+// Sync makes the bytes written so far durable (fsync); Lock made the file's
+// directory entry durable already.
+func (c *claim) Sync() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.file == nil {
+		return &fs.PathError{Op: "sync", Path: c.name, Err: fs.ErrClosed}
 	}
 	return c.file.Sync()
 }

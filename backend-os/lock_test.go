@@ -41,7 +41,7 @@ func holdClaim(root string) {
 	if err == nil {
 		var c core.Claim
 		if c, err = fsys.Lock("PRODUCER"); err == nil {
-			err = c.Write([]byte(strconv.Itoa(os.Getpid())))
+			_, err = c.WriteAt([]byte(strconv.Itoa(os.Getpid())), 0)
 		}
 	}
 	if err != nil {
@@ -67,23 +67,33 @@ func TestLock(t *testing.T) {
 		_, err = newFS(t, root).Lock("PRODUCER")
 		requirePathErr(t, err, "PRODUCER", core.ErrLocked)
 
-		// Write replaces the content, a shorter one included.
-		require.NoError(t, c.Write([]byte(`{"pid": 1234567}`)))
-		require.NoError(t, c.Write([]byte(`{"pid": 1}`)))
+		// WriteAt writes in place, never truncating; Sync flushes.
+		for _, w := range []struct {
+			data string
+			off  int64
+		}{{`{"pid": 1234567}`, 0}, {`{"pid": 1}`, 0}, {"x", 20}} {
+			n, err := c.WriteAt([]byte(w.data), w.off)
+			require.NoError(t, err)
+			require.Equal(t, len(w.data), n)
+			require.NoError(t, c.Sync())
+		}
+		const want = "{\"pid\": 1}34567}\x00\x00\x00\x00x"
 		b, err := os.ReadFile(path)
 		require.NoError(t, err)
-		require.Equal(t, `{"pid": 1}`, string(b))
+		require.Equal(t, want, string(b))
 
 		// Release keeps the file, and the claim can be taken again.
 		require.NoError(t, c.Release())
 		require.FileExists(t, path)
 		requirePathErr(t, c.Release(), "PRODUCER", fs.ErrClosed)
-		requirePathErr(t, c.Write(nil), "PRODUCER", fs.ErrClosed)
+		_, err = c.WriteAt(nil, 0)
+		requirePathErr(t, err, "PRODUCER", fs.ErrClosed)
+		requirePathErr(t, c.Sync(), "PRODUCER", fs.ErrClosed)
 		c, err = fsys.Lock("PRODUCER")
 		require.NoError(t, err)
 		b, err = os.ReadFile(path)
 		require.NoError(t, err)
-		require.Equal(t, `{"pid": 1}`, string(b), "Lock keeps the previous holder's record")
+		require.Equal(t, want, string(b), "Lock keeps the previous holder's record")
 		require.NoError(t, c.Release())
 
 		// Claims in subdirectories; errors.

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,6 +55,7 @@ type helperParams struct {
 	batch int
 	pace  time.Duration // producer: pause between batches
 	exit  bool          // consumer: end when the spool is empty
+	wrap  []string      // a command to run the helper under (strace ...), or nil
 }
 
 func (p helperParams) env(role string) []string {
@@ -208,7 +210,8 @@ type helper struct {
 func startHelper(t testing.TB, role string, p helperParams) *helper {
 	t.Helper()
 	h := &helper{role: role, gen: p.gen, first: make(chan string, 1), eof: make(chan struct{}), exited: make(chan error, 1)}
-	h.cmd = exec.Command(os.Args[0], "-test.run=^$")
+	argv := append(slices.Clone(p.wrap), os.Args[0], "-test.run=^$")
+	h.cmd = exec.Command(argv[0], argv[1:]...)
 	h.cmd.Env = p.env(role)
 	h.cmd.Stderr = &h.stderr
 	stdout, err := h.cmd.StdoutPipe()

@@ -59,6 +59,14 @@ type BoundedSpool interface {
 	SpoolBytes() (int64, error)
 }
 
+// UnexpectedFilesReporter is implemented by spool endpoints:
+// UnexpectedFiles returns the number of files with the payload extension
+// whose names fit no chunk of the spool's layout, which no consumer
+// delivers, for the mqb_spool_unexpected_files gauge. It scans the spool.
+type UnexpectedFilesReporter interface {
+	UnexpectedFiles() (int64, error)
+}
+
 type nopObserver struct{}
 
 func (nopObserver) Received(int, int)            {}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/mqb-project/mqb/core"
-	"github.com/mqb-project/mqb/core/option"
 )
 
 // DefaultRetryBudget is how long a route keeps retrying a transient failure
@@ -26,15 +25,13 @@ type RetryUser interface {
 }
 
 // retryable reports whether a failure may go away if the operation is tried
-// again: everything but a permanent failure or a configuration mistake.
+// again: everything but a failure a target marked Permanent, a
+// configuration mistake, or an error core.Permanent classifies as permanent
+// (a symbolic link in a spool, a refused permission, a held claim, an
+// exhausted sequence, a bad option...). A full disk or an I/O error is
+// retried.
 func retryable(err error) bool {
-	for _, e := range []error{ErrPermanent, ErrConfig, core.ErrProducerFailed, core.ErrSequenceExhausted,
-		core.ErrClosed, core.ErrClaimed, option.ErrInvalid} {
-		if errors.Is(err, e) {
-			return false
-		}
-	}
-	return true
+	return !errors.Is(err, ErrPermanent) && !errors.Is(err, ErrConfig) && !core.Permanent(err)
 }
 
 // Backoff paces the retries of one operation under a RetryPolicy: the wait

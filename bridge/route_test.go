@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mqb-project/mqb/bridge"
+	"github.com/mqb-project/mqb/core"
 )
 
 // fakeSource hands out its messages in order, redelivers nacked ones first,
@@ -289,6 +292,12 @@ func TestRouteFailures(t *testing.T) {
 	}{
 		{"permanent error stops at once", func(int) error { return bridge.Permanent(errors.New("payload not JSON")) }, bridge.ErrPermanent, 1},
 		{"retries run out", func(int) error { return errors.New("still down") }, bridge.ErrRetriesExhausted, 6},
+		{"a full disk is retried", func(int) error { return spoolErr(syscall.ENOSPC) }, bridge.ErrRetriesExhausted, 6},
+		{"an I/O error is retried", func(int) error { return spoolErr(syscall.EIO) }, bridge.ErrRetriesExhausted, 6},
+		{"a symbolic link stops at once", func(int) error { return spoolErr(syscall.ELOOP) }, syscall.ELOOP, 1},
+		{"a refused permission stops at once", func(int) error { return spoolErr(syscall.EACCES) }, syscall.EACCES, 1},
+		{"a name another writer holds stops at once", func(int) error { return spoolErr(syscall.EEXIST) }, syscall.EEXIST, 1},
+		{"exhausted sequence numbers stop at once", func(int) error { return fmt.Errorf("spool /x: %w", core.ErrSequenceExhausted) }, core.ErrSequenceExhausted, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := newFakeSource(2)
@@ -304,6 +313,12 @@ func TestRouteFailures(t *testing.T) {
 			assert.True(t, src.closed)
 		})
 	}
+}
+
+// spoolErr is what a spool target returns when the filesystem fails with
+// errno.
+func spoolErr(errno syscall.Errno) error {
+	return fmt.Errorf("spool /x: create 000000000.bin.tmp: %w", &fs.PathError{Op: "open", Path: "000000000.bin.tmp", Err: errno})
 }
 
 func TestRouteBatchPeriodGathersMessages(t *testing.T) {

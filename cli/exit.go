@@ -4,9 +4,9 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/mqb-project/mqb/core/option"
-
 	"github.com/mqb-project/mqb/bridge"
+	"github.com/mqb-project/mqb/core"
+	"github.com/mqb-project/mqb/core/option"
 )
 
 // Exit codes.
@@ -38,7 +38,8 @@ func exitCode(err error, sig int) int {
 		return ExitOK
 	case sig != 0 && errors.Is(err, bridge.ErrInterrupted):
 		return 128 + sig
-	case errors.As(err, &ue), errors.Is(err, bridge.ErrConfig), errors.Is(err, option.ErrInvalid):
+	case errors.As(err, &ue), errors.Is(err, bridge.ErrConfig), errors.Is(err, option.ErrInvalid),
+		errors.Is(err, core.ErrLayoutMismatch): // the options do not fit the spool
 		return ExitUsage
 	}
 	return ExitFailure

@@ -71,6 +71,19 @@ func newMetrics(route *bridge.Route) *metrics {
 			}
 			return float64(n)
 		}))
+		if ur, ok := ep.(bridge.UnexpectedFilesReporter); ok {
+			reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name:        "mqb_spool_unexpected_files",
+				Help:        "Files with the payload extension that fit no chunk name of the spool's layout and are never delivered (counted when scraped).",
+				ConstLabels: prometheus.Labels{"spool": br.SpoolPath(), "role": role},
+			}, func() float64 {
+				n, err := ur.UnexpectedFiles()
+				if err != nil {
+					return math.NaN()
+				}
+				return float64(n)
+			}))
+		}
 	}
 	if bs, ok := route.Target.(bridge.BoundedSpool); ok {
 		registerSpoolBounds(reg, bs)

@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"strings"
 	"text/tabwriter"
@@ -43,6 +44,12 @@ type statReport struct {
 	Orphans    int              `json:"orphan_sidecars"`
 	Unexpected int              `json:"unexpected_files"`
 	Bounds     *boundsInfo      `json:"bounds,omitempty"`
+	// Foreign counts files with the payload extension that fit no chunk
+	// name; Layout says which options would read the chunk-like ones.
+	Foreign      int      `json:"foreign_payload_files"`
+	ForeignNames []string `json:"foreign_payload_names,omitempty"`
+	Links        []string `json:"symbolic_links,omitempty"`
+	Layout       string   `json:"layout_mismatch,omitempty"`
 }
 
 // boundsInfo is how full a bounded spool is: its limits (from the URL given
@@ -96,6 +103,14 @@ func spoolStat(fsys core.FS, o core.Options) (*statReport, error) {
 		}
 		return ci
 	}
+	sv, err := core.SurveyLayout(fsys, o)
+	if err != nil {
+		return nil, fmt.Errorf("spool %s: check layout: %w", o.Path, err)
+	}
+	rep.Foreign, rep.ForeignNames, rep.Links = sv.Foreign, sv.ForeignNames, sv.Links
+	if sv.Mismatch != nil {
+		rep.Layout = sv.Mismatch.Error()
+	}
 	if st.Chunks > 0 {
 		rep.Oldest, rep.Newest = info(st.Oldest, st.OldestSeq), info(st.Newest, st.NewestSeq)
 	}
@@ -112,8 +127,10 @@ func spoolStat(fsys core.FS, o core.Options) (*statReport, error) {
 		}
 		ci := &claimInfo{Alive: held}
 		if h != nil {
-			since := h.Since
-			ci.PID, ci.Host, ci.Since, ci.NextSeq = h.PID, h.Host, &since, h.NextSeq
+			ci.PID, ci.Host, ci.NextSeq = h.PID, h.Host, h.NextSeq
+			if since := h.Since; !since.IsZero() { // another implementation may leave it out
+				ci.Since = &since
+			}
 		}
 		*c.dst = ci
 		if h != nil && h.Bounds != nil && !o.Bounds.Set() {
@@ -122,11 +139,17 @@ func spoolStat(fsys core.FS, o core.Options) (*statReport, error) {
 	}
 	rep.Bounds = statBounds(o, st)
 	done, err := core.ReadDone(fsys)
+	var pathErr *fs.PathError
 	switch {
 	case err == nil:
 		rep.Done = done
-	case !errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist):
+	case errors.As(err, &pathErr):
 		return nil, fmt.Errorf("spool %s: read DONE: %w", o.Path, err)
+	default:
+		// Empty (touch DONE) or not our JSON: a consumer ends on it all
+		// the same, and it says nothing more.
+		rep.Done = &core.DoneRecord{}
 	}
 	return rep, nil
 }
@@ -151,17 +174,21 @@ func printStat(cmd *cobra.Command, r *statReport) {
 			if c.Alive {
 				state = "alive"
 			}
-			fmt.Fprintf(w, "%s\tpid %d on host %s since %s: %s\n", name, c.PID, c.Host, c.Since.Format(time.RFC3339), state)
+			fmt.Fprintf(w, "%s\t%s: %s\n", name, holderText(c), state)
 		}
 	}
 	claim("producer", r.Producer)
 	claim("consumer", r.Consumer)
-	if d := r.Done; d != nil {
+	if d := r.Done; d != nil && *d == (core.DoneRecord{}) {
+		fmt.Fprintf(w, "done\tpresent, no details\n")
+	} else if d != nil {
 		line := fmt.Sprintf("%s: %d message(s)", d.Status, d.Count)
 		if d.LastSeq != nil {
 			line += fmt.Sprintf(", last seq %d", *d.LastSeq)
 		}
-		line += " at " + d.Time.Format(time.RFC3339)
+		if !d.Time.IsZero() {
+			line += " at " + d.Time.Format(time.RFC3339)
+		}
 		if d.Error != "" {
 			line += ": " + d.Error
 		}
@@ -175,6 +202,45 @@ func printStat(cmd *cobra.Command, r *statReport) {
 	if r.Tmp+r.Orphans+r.Unexpected > 0 {
 		fmt.Fprintf(w, "other\t%d tmp file(s), %d orphan sidecar(s), %d unexpected file(s)\n", r.Tmp, r.Orphans, r.Unexpected)
 	}
+	printSurvey(w, r)
+}
+
+// printSurvey prints what consumers with these options would never read.
+func printSurvey(w io.Writer, r *statReport) {
+	if r.Foreign > 0 {
+		fmt.Fprintf(w, "foreign\t%d file(s) with the payload extension fit no chunk name and are never delivered", r.Foreign)
+		if len(r.ForeignNames) > 0 {
+			fmt.Fprintf(w, ", e.g. %s", r.ForeignNames[0])
+		}
+		fmt.Fprintln(w)
+	}
+	for _, l := range r.Links {
+		fmt.Fprintf(w, "link\t%s is a symbolic link; mqb never follows links in a spool\n", l)
+	}
+	if r.Layout != "" {
+		fmt.Fprintf(w, "layout\t%s\n", r.Layout)
+	}
+}
+
+// holderText describes a claim holder by what its record gives, and names
+// what it leaves out (a record from another implementation may).
+func holderText(c *claimInfo) string {
+	s := fmt.Sprintf("pid %d", c.PID)
+	var missing []string
+	if c.Host != "" {
+		s += " on host " + c.Host
+	} else {
+		missing = append(missing, "host")
+	}
+	if c.Since != nil {
+		s += " since " + c.Since.Format(time.RFC3339)
+	} else {
+		missing = append(missing, "since")
+	}
+	if len(missing) > 0 {
+		s += fmt.Sprintf(" (%s: no details)", strings.Join(missing, ", "))
+	}
+	return s
 }
 func statBounds(o core.Options, st *core.Stats) *boundsInfo {
 	if !o.Bounds.Set() {

@@ -56,17 +56,19 @@ type fileClaim struct {
 	name string
 }
 
-func (c fileClaim) Write(b []byte) error {
-	f, err := c.fsys.r.OpenFile(c.name, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+func (c fileClaim) WriteAt(b []byte, off int64) (int, error) {
+	f, err := c.fsys.r.OpenFile(c.name, os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	_, err = f.Write(b)
+	n, err := f.WriteAt(b, off)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	return err
+	return n, err
 }
+
+func (c fileClaim) Sync() error { return nil }
 
 func (c fileClaim) Release() error { return nil }
 
@@ -97,7 +99,7 @@ func (f releaseKeepsLock) Lock(name string) (core.Claim, error) {
 	return stuckClaim{c}, nil
 }
 
-// claimAppends adds to the claim file instead of replacing its content.
+// claimAppends adds to the claim file wherever it is asked to write.
 type claimAppends struct{ *rootFS }
 
 type appendClaim struct {
@@ -106,9 +108,9 @@ type appendClaim struct {
 	name string
 }
 
-func (c appendClaim) Write(b []byte) error {
+func (c appendClaim) WriteAt(b []byte, _ int64) (int, error) {
 	old, _ := c.f.r.ReadFile(c.name)
-	return c.Claim.Write(append(old, b...))
+	return c.Claim.WriteAt(b, int64(len(old)))
 }
 
 func (f claimAppends) Lock(name string) (core.Claim, error) {
@@ -117,6 +119,31 @@ func (f claimAppends) Lock(name string) (core.Claim, error) {
 		return nil, err
 	}
 	return appendClaim{c, f.rootFS, name}, nil
+}
+
+// claimTruncates empties the claim file before each write, as the record
+// update of earlier versions did.
+type claimTruncates struct{ *rootFS }
+
+type truncateClaim struct {
+	core.Claim
+	f    *rootFS
+	name string
+}
+
+func (c truncateClaim) WriteAt(b []byte, off int64) (int, error) {
+	if err := c.f.r.WriteFile(c.name, nil, 0o600); err != nil {
+		return 0, err
+	}
+	return c.Claim.WriteAt(b, off)
+}
+
+func (f claimTruncates) Lock(name string) (core.Claim, error) {
+	c, err := f.rootFS.Lock(name)
+	if err != nil {
+		return nil, err
+	}
+	return truncateClaim{c, f.rootFS, name}, nil
 }
 
 // unsorted lists directories in reverse order.
@@ -223,6 +250,7 @@ func TestSuiteCatchesBrokenBackends(t *testing.T) {
 		{"locks not exclusive", func(t *testing.T) core.FS { return locksShared{newRootFS(t)} }, []string{"ClaimExclusive", "ClaimExclusiveRace", "ClaimsEnforced"}},
 		{"release keeps the lock", func(t *testing.T) core.FS { return releaseKeepsLock{newRootFS(t)} }, []string{"ClaimReleased", "ClaimsEnforced"}},
 		{"claim write appends", func(t *testing.T) core.FS { return claimAppends{newRootFS(t)} }, []string{"ClaimContent"}},
+		{"claim write truncates", func(t *testing.T) core.FS { return claimTruncates{newRootFS(t)} }, []string{"ClaimContent", "ClaimUpdateFaults"}},
 		{"unsorted listing", func(t *testing.T) core.FS { return unsorted{newRootFS(t)} }, []string{"ReadDirSorted", "FIFOAcrossShards", "SpoolRoundTrip"}},
 		{"stat follows links", func(t *testing.T) core.FS { return statFollows{newRootFS(t)} }, []string{"SymlinksNotFollowed"}},
 		{"paths not validated", func(t *testing.T) core.FS { return lenientPaths{newRootFS(t)} }, []string{"PathValidation"}},

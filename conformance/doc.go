@@ -17,7 +17,10 @@
 // stress durability: FaultInjection fails the i-th operation of each kind
 // for i = 0, 1, ... (see FaultFS), and PowerCut, for backends with a crash
 // model, takes the state a power cut would leave at many points of a run and
-// reopens the spool on it.
+// reopens the spool on it. ClaimUpdateFaults and ClaimUpdatePowerCut do the
+// same at every operation of every update of the PRODUCER record, which
+// holds the sequence high-water mark, and require that a drained spool never
+// gives a number twice.
 //
 // Checks for optional abilities skip with a reason when the FS lacks them:
 // core.DirWatcher, core.FSSyncer, a crash model (CrashModel, or a Crash

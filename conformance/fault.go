@@ -37,10 +37,12 @@ func (e *InjectedError) Unwrap() error { return e.Errno }
 // Pebble's errorfs. Arm it with Fail; its FS method returns the faulty view
 // to hand to the code under test. It is safe for concurrent use.
 //
-// An injected failure does not run the operation, except File.Write, which
-// writes the first half of its bytes before failing (a short write, as when
-// a disk fills up), and File.Close and Claim.Release, which release the
-// file or lock before failing.
+// An injected failure does not run the operation, except File.Write and
+// Claim.WriteAt, which write the first half of their bytes before failing (a
+// short write, as when a disk fills up; for WriteAt, half of the bytes
+// before trailing spaces and newlines, so that a padded record is torn in
+// its middle), and File.Close and Claim.Release, which release the file or
+// lock before failing.
 type FaultFS struct {
 	inner core.FS
 	view  core.FS

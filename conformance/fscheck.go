@@ -639,24 +639,37 @@ func checkClaimContent(t TB, e *env) {
 	fsys := e.newFS()
 	c, err := fsys.Lock("PRODUCER")
 	noErr(t, "Lock", err)
-	long := []byte(`{"role":"producer","pid":12345,"host":"a-rather-long-host-name","next_seq":1000}` + "\n")
-	noErr(t, "Claim.Write", c.Write(long))
-	if got := mustRead(t, fsys, "PRODUCER"); !bytes.Equal(got, long) {
-		t.Errorf("claim file holds %q after Write, want %q", got, long)
-	}
-	short := []byte(`{"pid":1}` + "\n")
-	noErr(t, "Claim.Write shorter", c.Write(short))
-	if got := mustRead(t, fsys, "PRODUCER"); !bytes.Equal(got, short) {
-		t.Errorf("claim file holds %q after a shorter Write, want %q (Write must replace the whole content)", got, short)
+	content := ""
+	for _, w := range []struct {
+		what string
+		data string
+		off  int64
+		want string
+	}{
+		{"WriteAt 0", "0123456789", 0, "0123456789"},
+		{"a shorter WriteAt 0", "ab", 0, "ab23456789"},
+		{"WriteAt 4", "XY", 4, "ab23XY6789"},
+		{"WriteAt past the end", "Z", 12, "ab23XY6789\x00\x00Z"},
+	} {
+		n, err := c.WriteAt([]byte(w.data), w.off)
+		noErr(t, "Claim.WriteAt", err)
+		if n != len(w.data) {
+			t.Errorf("Claim.WriteAt wrote %d bytes of %d", n, len(w.data))
+		}
+		noErr(t, "Claim.Sync", c.Sync())
+		if got := string(mustRead(t, fsys, "PRODUCER")); got != w.want {
+			t.Fatalf("after %s the claim file holds %q, want %q (WriteAt writes in place and never truncates)", w.what, got, w.want)
+		}
+		content = w.want
 	}
 	noErr(t, "Release", c.Release())
-	if got := mustRead(t, fsys, "PRODUCER"); !bytes.Equal(got, short) {
-		t.Errorf("claim file holds %q after Release, want %q", got, short)
+	if got := string(mustRead(t, fsys, "PRODUCER")); got != content {
+		t.Errorf("claim file holds %q after Release, want %q", got, content)
 	}
 	// A new holder sees the old content until it writes.
 	c, err = fsys.Lock("PRODUCER")
 	noErr(t, "Lock again", err)
-	if got := mustRead(t, fsys, "PRODUCER"); !bytes.Equal(got, short) {
+	if got := string(mustRead(t, fsys, "PRODUCER")); got != content {
 		t.Errorf("Lock changed the claim file: %q", got)
 	}
 	noErr(t, "Release", c.Release())
@@ -769,7 +782,9 @@ func checkSyncDurability(t TB, e *env) {
 	noErr(t, "SyncDir(.)", fsys.SyncDir("."))
 	c, err := fsys.Lock("CLAIM")
 	noErr(t, "Lock", err)
-	noErr(t, "Claim.Write", c.Write([]byte("holder")))
+	_, err = c.WriteAt([]byte("holder"), 0)
+	noErr(t, "Claim.WriteAt", err)
+	noErr(t, "Claim.Sync", c.Sync())
 	defer c.Release()
 	for _, keep := range []float64{0, 0.5} {
 		after := crash(e.cfg.Seed, keep)

@@ -183,14 +183,8 @@ func (r *rootFS) Lock(name string) (core.Claim, error) {
 	return rootClaim{f}, nil
 }
 
-func (c rootClaim) Write(b []byte) error {
-	if err := c.f.Truncate(0); err != nil {
-		return err
-	}
-	if _, err := c.f.WriteAt(b, 0); err != nil {
-		return err
-	}
-	return c.f.Sync()
-}
+func (c rootClaim) WriteAt(b []byte, off int64) (int, error) { return c.f.WriteAt(b, off) }
+
+func (c rootClaim) Sync() error { return c.f.Sync() }
 
 func (c rootClaim) Release() error { return c.f.Close() }

@@ -6,9 +6,11 @@ func allChecks() []check {
 	var out []check
 	out = append(out, fsChecks()...)
 	out = append(out, spoolChecks()...)
+	out = append(out, mismatchChecks()...)
 	out = append(out, layoutChecks()...)
 	out = append(out, faultChecks()...)
 	out = append(out, powerCutChecks()...)
+	out = append(out, claimChecks()...)
 	return out
 }
 

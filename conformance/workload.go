@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -225,6 +226,7 @@ func verifyReopen(ctx context.Context, fsys core.FS, o core.Options, m *model, r
 		v.bad("OpenConsumer after the failure: %v", err)
 		return v.rep, v.errs
 	}
+	c.SetLogger(slog.New(slog.DiscardHandler)) // torn sidecars are expected here; do not warn about each
 	defer func() { _ = c.Close() }()
 	if v.drain(c) {
 		v.nothingLost()

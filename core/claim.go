@@ -1,7 +1,6 @@
 package core
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 type roleClaim struct {
 	lock   Claim
 	holder Holder
+	slots  claimSlots
 }
 
 var hostname = func() string {
@@ -25,7 +25,9 @@ var hostname = func() string {
 }()
 
 // acquireClaim locks file at the spool root. On success it returns the claim
-// and the holder record the previous holder left (nil if none or unreadable).
+// and the holder record the previous holder left (nil if none). It fails
+// when the claim file cannot be read: its record may hold the sequence
+// high-water mark.
 func acquireClaim(fsys FS, spool, file, role string) (*roleClaim, *Holder, error) {
 	lk, err := fsys.Lock(file)
 	if err != nil {
@@ -34,35 +36,34 @@ func acquireClaim(fsys FS, spool, file, role string) (*roleClaim, *Holder, error
 		}
 		return nil, nil, fmt.Errorf("spool %s: take %s claim: %w", spool, file, err)
 	}
-	prev := readHolder(fsys, file)
-	c := &roleClaim{lock: lk, holder: Holder{Role: role, PID: os.Getpid(), Host: hostname, Since: time.Now().UTC().Truncate(time.Second)}}
+	b, err := readAll(fsys, file)
+	if err != nil {
+		_ = lk.Release()
+		return nil, nil, fmt.Errorf("spool %s: read %s claim: %w", spool, file, err)
+	}
+	prev, slots := parseClaimFile(b)
+	c := &roleClaim{lock: lk, slots: slots, holder: Holder{Role: role, PID: os.Getpid(), Host: hostname, Since: time.Now().UTC().Truncate(time.Second)}}
 	return c, prev, nil
 }
 
 // record writes the holder, with the given next sequence for a producer.
+// The previous record stays readable until the new one is durable.
 func (c *roleClaim) record(next *uint64) error {
 	c.holder.NextSeq = next
-	b, err := json.Marshal(c.holder)
-	if err != nil {
-		return err
-	}
-	return c.lock.Write(append(b, '\n'))
+	return writeClaimSlot(c.lock, &c.slots, c.holder)
 }
 
 func (c *roleClaim) release() error { return c.lock.Release() }
 
-// readHolder reads the JSON record in a claim file; nil when the file is
-// missing, empty or not a record.
+// readHolder reads the newest record in a claim file; nil when the file is
+// missing, empty or holds no record.
 func readHolder(fsys FS, file string) *Holder {
 	b, err := readAll(fsys, file)
-	if err != nil || len(b) == 0 {
+	if err != nil {
 		return nil
 	}
-	var h Holder
-	if json.Unmarshal(b, &h) != nil || h.PID == 0 {
-		return nil
-	}
-	return &h
+	h, _ := parseClaimFile(b)
+	return h
 }
 
 // ReadHolder returns the holder record of a claim file (PRODUCER or

@@ -48,6 +48,8 @@ type Consumer struct {
 	closed   bool
 
 	payHint, sideHint int // sizes of the last payload and sidecar read
+
+	check consumerCheck // layout, foreign files, DONE (consumercheck.go)
 }
 
 // OpenConsumer opens a consumer. A draining consumer takes the CONSUMER
@@ -101,6 +103,10 @@ func (c *Consumer) Read(ctx context.Context, limit int) ([]*Delivery, error) {
 		if c.closed {
 			c.mu.Unlock()
 			return nil, ErrClosed
+		}
+		if err := c.startCheck(); err != nil {
+			c.mu.Unlock()
+			return nil, err
 		}
 		out, err := c.fill(limit)
 		if len(out) > 0 {
@@ -164,6 +170,7 @@ func (c *Consumer) fill(limit int) ([]*Delivery, error) {
 			return out, err
 		}
 		c.pending = c.pending[1:]
+		c.noteDelivered(d.Seq)
 		c.inflight[d.Name] = d
 		out = append(out, d)
 	}
@@ -174,7 +181,7 @@ func (c *Consumer) fill(limit int) ([]*Delivery, error) {
 // look again (again), or wait (false, nil).
 func (c *Consumer) atEnd() (again bool, err error) {
 	if c.opts.ExitWhenEmpty && len(c.inflight) == 0 {
-		return false, ErrEnd
+		return false, c.endCheck()
 	}
 	if !c.opts.StopOnDone {
 		return false, nil
@@ -192,7 +199,7 @@ func (c *Consumer) atEnd() (again bool, err error) {
 		return found, err
 	}
 	if len(c.inflight) == 0 {
-		return false, ErrEnd
+		return false, c.endCheck()
 	}
 	return false, nil
 }
@@ -294,7 +301,11 @@ func (c *Consumer) scan(after string) ([]string, error) {
 				if !e.Type().IsRegular() {
 					continue
 				}
-				if _, kind, ok := c.layout.ParseLeaf(dir, e.Name()); !ok || kind != KindPayload {
+				_, kind, ok := c.layout.ParseLeaf(dir, e.Name())
+				if !ok {
+					c.noteEntry(dir, e)
+				}
+				if kind != KindPayload {
 					continue
 				}
 				full := joinPath(dir, e.Name())
@@ -360,7 +371,7 @@ func (c *Consumer) load(name string) (*Delivery, error) {
 		}
 	}
 	if c.opts.BadSidecar == BadSidecarDeliver {
-		d.Metadata = map[string]string{}
+		c.salvageSidecar(d, b, err)
 		return d, nil
 	}
 	return nil, c.errorf("%w", &SidecarError{Path: d.sidecar, Err: err})

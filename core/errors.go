@@ -85,7 +85,7 @@ type SidecarError struct {
 }
 
 func (e *SidecarError) Error() string {
-	return fmt.Sprintf("metadata sidecar %s: %v (set bad_sidecar=deliver to deliver such payloads with empty metadata)", e.Path, e.Err)
+	return fmt.Sprintf("metadata sidecar %s: %v (set bad_sidecar=deliver to deliver such payloads with what parses of the sidecar)", e.Path, e.Err)
 }
 
 // Unwrap returns the underlying error.

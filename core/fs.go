@@ -79,13 +79,19 @@ type File interface {
 	Stat() (fs.FileInfo, error)
 }
 
-// Claim is a held lock on a claim file.
+// Claim is a held lock on a claim file. The holder record in it is kept by
+// core (see the claim record format in docs/protocol.md): a backend only
+// writes bytes in place and makes them durable.
 type Claim interface {
-	// Write replaces the whole content of the claim file with data and
-	// makes it durable: both its bytes and its directory entry survive a
-	// power cut once Write returns nil. Other processes read it to learn
-	// who holds the claim.
-	Write(data []byte) error
+	// WriteAt writes data at offset off of the claim file, in place: it
+	// never truncates the file and leaves the bytes outside
+	// [off, off+len(data)) as they were. A crash or power cut during the
+	// call may leave any mix of old and new bytes in that range.
+	WriteAt(data []byte, off int64) (int, error)
+	// Sync makes the bytes written so far durable, and the claim file's
+	// directory entry with them: both survive a power cut once Sync
+	// returns nil.
+	Sync() error
 	// Release gives up the lock. The file stays in place.
 	Release() error
 }

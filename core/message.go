@@ -280,3 +280,28 @@ func (s *sidecarScanner) stringMap(md map[string]string) bool {
 		return s.byte('}')
 	}
 }
+
+// salvageSidecar returns what a sidecar that decodeSidecar refused still
+// holds: the first JSON object in b, its message_id when that is a string,
+// and those of its metadata values that are strings. It never fails; what
+// cannot be read is left out.
+func salvageSidecar(b []byte) (id string, md map[string]string) {
+	md = map[string]string{}
+	var raw map[string]json.RawMessage
+	if json.NewDecoder(bytes.NewReader(b)).Decode(&raw) != nil {
+		return "", md
+	}
+	if v, ok := raw["message_id"]; ok {
+		_ = json.Unmarshal(v, &id) // left "" when it is not a string
+	}
+	var fields map[string]json.RawMessage
+	if v, ok := raw["metadata"]; ok && json.Unmarshal(v, &fields) == nil {
+		for k, v := range fields {
+			var s string
+			if string(v) != "null" && json.Unmarshal(v, &s) == nil {
+				md[k] = s
+			}
+		}
+	}
+	return id, md
+}

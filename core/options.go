@@ -98,7 +98,7 @@ var SpoolSchema = &option.Schema{
 		{Name: "claims", Type: option.TypeBool, Default: "true",
 			Doc: "Take the PRODUCER and CONSUMER claims. Disabling them is unsafe: two producers can collide and two consumers can deliver duplicates."},
 		{Name: "bad_sidecar", Type: option.TypeEnum, Default: string(BadSidecarFail), Enum: enum(BadSidecarValues),
-			Doc: "What a consumer does with a sidecar it cannot parse: stop with an error naming the file, or deliver the payload with empty metadata."},
+			Doc: "What a consumer does with a sidecar it cannot parse: stop with an error naming the file, or deliver the payload with whatever parses (a string message_id, string metadata values) and a warning once per file."},
 		{Name: "poll_interval", Type: option.TypeDuration, Default: "250ms",
 			Doc: "How often a waiting consumer looks for new chunks. Backends with wake-ups (inotify) react at once and poll only as a safety net."},
 		{Name: "max_messages", Type: option.TypeInt, Default: "0", Min: 0,

@@ -41,11 +41,11 @@ type Producer struct {
 
 // DoneRecord is the content of the DONE sentinel.
 type DoneRecord struct {
-	Status  string    `json:"status"` // success or failure
+	Status  string    `json:"status,omitempty"` // success or failure (always set by mqb)
 	Error   string    `json:"error,omitempty"`
 	Count   uint64    `json:"count"`              // messages written by the producer that wrote DONE
 	LastSeq *uint64   `json:"last_seq,omitempty"` // its last sequence number
-	Time    time.Time `json:"time"`
+	Time    time.Time `json:"time,omitzero"`      // always set by mqb
 }
 
 // OpenProducer takes the PRODUCER claim and recovers the spool: it removes
@@ -380,7 +380,7 @@ func (p *Producer) writeBatch(msgs []Message) (err error) {
 		for i := range chunks {
 			c := &chunks[i]
 			if err := p.fsys.Rename(c.sideTmp, c.sidecar); err != nil {
-				return p.errorf("rename %s into place: %w", c.sideTmp, err)
+				return p.renameErr(c.sideTmp, c.sidecar, err)
 			}
 			c.sideTmpMade, c.sideDone = false, true
 		}
@@ -392,7 +392,7 @@ func (p *Producer) writeBatch(msgs []Message) (err error) {
 	for i := range chunks {
 		c := &chunks[i]
 		if err := p.fsys.Rename(c.payTmp, c.payload); err != nil {
-			return p.errorf("rename %s into place: %w", c.payTmp, err)
+			return p.renameErr(c.payTmp, c.payload, err)
 		}
 		c.payTmpMade, c.payDone = false, true
 	}
@@ -408,6 +408,17 @@ func (p *Producer) writeBatch(msgs []Message) (err error) {
 	last := first + uint64(len(chunks)) - 1
 	p.lastSeq = &last
 	return nil
+}
+
+// renameErr explains a failed rename of a chunk file into place.
+func (p *Producer) renameErr(from, to string, err error) error {
+	if lerr := explainLink(p.fsys, p.opts.Path, "rename "+from+" into place", to, err); lerr != nil {
+		return lerr
+	}
+	if errors.Is(err, fs.ErrExist) {
+		return p.errorf("rename %s into place: %w (another producer is writing this spool, or claims are disabled)", from, err)
+	}
+	return p.errorf("rename %s into place: %w", from, err)
 }
 
 // perFileSync reports whether each file is synced on its own, rather than
@@ -481,6 +492,9 @@ func (p *Producer) createIn(dir, name string) (File, error) {
 			delete(p.madeDirs, dir)
 			continue
 		}
+		if lerr := explainLink(p.fsys, p.opts.Path, "create "+name, name, err); lerr != nil {
+			return nil, lerr
+		}
 		if errors.Is(err, fs.ErrExist) {
 			return nil, p.errorf("create %s: %w (another producer is writing this spool, or claims are disabled)", name, err)
 		}
@@ -498,6 +512,9 @@ func (p *Producer) makeDirs(dir string) error {
 		cur = joinPath(cur, part)
 		err := p.fsys.Mkdir(cur)
 		if err != nil && !errors.Is(err, fs.ErrExist) {
+			if lerr := explainLink(p.fsys, p.opts.Path, "make shard directory "+cur, cur, err); lerr != nil {
+				return lerr
+			}
 			return p.errorf("make shard directory %s: %w", cur, err)
 		}
 		if err == nil && p.syncing() {

@@ -100,6 +100,8 @@ var (
 	_ bridge.Drainer         = (*Source)(nil)
 	_ bridge.Progresser      = (*Source)(nil)
 	_ bridge.BacklogReporter = (*Source)(nil)
+
+	_ bridge.UnexpectedFilesReporter = (*Source)(nil)
 )
 
 // SetDrain makes the consumer end once the spool is empty (ExitWhenEmpty).
@@ -134,6 +136,7 @@ func (s *Source) Connect(ctx context.Context) error {
 		s.release()
 		return err
 	}
+	s.c.SetLogger(s.env.Logger)
 	if s.opts.ExitWhenEmpty {
 		if st, err := core.Scan(s.fsys, s.opts); err == nil {
 			s.total = int64(st.Chunks)
@@ -190,6 +193,10 @@ func (s *Source) Progress() (done, total int64, unit string) {
 // Backlog counts the chunks in the spool.
 func (s *Source) Backlog() (int64, error) { return backlog(s.fsys, s.opts) }
 
+// UnexpectedFiles counts the files with the payload extension that fit no
+// chunk name, which the spool's consumers never deliver.
+func (s *Source) UnexpectedFiles() (int64, error) { return unexpected(s.fsys, s.opts) }
+
 // SpoolPath returns the spool directory.
 func (s *Source) SpoolPath() string { return s.opts.Path }
 
@@ -213,6 +220,17 @@ func backlog(fsys core.FS, o core.Options) (int64, error) {
 	return int64(st.Chunks), nil
 }
 
+func unexpected(fsys core.FS, o core.Options) (int64, error) {
+	if fsys == nil {
+		return 0, errors.New("spool is not open")
+	}
+	sv, err := core.SurveyLayout(fsys, o)
+	if err != nil {
+		return 0, err
+	}
+	return int64(sv.Foreign), nil
+}
+
 // NewTarget returns a spool producer as a target.
 func NewTarget(env *bridge.Env, v *option.Values) (bridge.Target, error) {
 	o, err := Options(env, v)
@@ -230,8 +248,11 @@ type Target struct {
 	release func() error
 	p       *core.Producer
 
-	mu      sync.Mutex
-	written map[string]bool // ids committed by a batch that then failed
+	mu sync.Mutex
+	// committed counts, per message id, the chunks written by batches that
+	// then failed and that the route has not yet seen succeed: a retry
+	// skips them instead of writing them again.
+	committed map[string]int
 }
 
 var (
@@ -239,6 +260,8 @@ var (
 	_ bridge.BacklogReporter = (*Target)(nil)
 	_ bridge.HeldIDLister    = (*Target)(nil)
 	_ bridge.BoundedSpool    = (*Target)(nil)
+
+	_ bridge.UnexpectedFilesReporter = (*Target)(nil)
 )
 
 // Connect creates the spool directory when missing, takes the PRODUCER
@@ -287,15 +310,18 @@ func (t *Target) SpoolBytes() (int64, error) {
 
 // WriteBatch writes one chunk per message and returns once they are
 // committed. When a batch fails part way (fsync=chunk), the chunks already
-// committed are remembered by message id and not written again when the
-// route retries the batch.
+// committed are remembered by message id until a write of a batch holding
+// them succeeds, and every retry in between skips them: only a crash can
+// make a chunk twice. A message id that occurs k times is skipped at most k
+// times per batch, so repeated ids in the input are all written.
 func (t *Target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	batch := make([]core.Message, 0, len(msgs))
+	skipped := map[string]int{}
 	for _, m := range msgs {
-		if t.written[m.ID] && m.ID != "" {
-			delete(t.written, m.ID)
+		if m.ID != "" && skipped[m.ID] < t.committed[m.ID] {
+			skipped[m.ID]++
 			continue
 		}
 		batch = append(batch, core.Message{ID: m.ID, Metadata: m.Metadata, Payload: m.Payload})
@@ -305,17 +331,19 @@ func (t *Target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 		err = bridge.Permanent(err) // when_full=fail asked to stop, not to wait
 	}
 	if err != nil {
-		if n > 0 {
-			if t.written == nil {
-				t.written = map[string]bool{}
-			}
-			for _, m := range batch[:n] {
-				t.written[m.ID] = true
+		for _, m := range batch[:n] {
+			if m.ID != "" {
+				if t.committed == nil {
+					t.committed = map[string]int{}
+				}
+				t.committed[m.ID]++
 			}
 		}
 		return err
 	}
-	clear(t.written)
+	for _, m := range msgs { // the route acknowledges all of them now
+		delete(t.committed, m.ID)
+	}
 	return nil
 }
 
@@ -331,6 +359,10 @@ func (t *Target) Close(ctx context.Context, cause error) error {
 
 // Backlog counts the chunks in the spool.
 func (t *Target) Backlog() (int64, error) { return backlog(t.fsys, t.opts) }
+
+// UnexpectedFiles counts the files with the payload extension that fit no
+// chunk name, which the spool's consumers never deliver.
+func (t *Target) UnexpectedFiles() (int64, error) { return unexpected(t.fsys, t.opts) }
 
 // SpoolPath returns the spool directory.
 func (t *Target) SpoolPath() string { return t.opts.Path }
