@@ -122,14 +122,20 @@ func TestDirCacheOwnChanges(t *testing.T) {
 		createFS(t, fsys, "a/b/t", "x")
 		require.NoError(t, fsys.Rename("a/b/t", "a/b/u")) // keeps a/b
 
-		// A directory renamed by this FS is not reached under its old name.
-		require.NoError(t, fsys.Rename("a", "z"))
-		require.NoError(t, fsys.Mkdir("a"))
-		require.NoError(t, fsys.Mkdir("a/b"))
-		createFS(t, fsys, "a/b/t", "y")
-		require.NoError(t, fsys.Rename("a/b/t", "a/b/u"))
-		require.Equal(t, "y", readFS(t, fsys, "a/b/u"))
-		require.Equal(t, "x", readFS(t, fsys, "z/b/u"))
+		if osfs.RenamesDirectories(fsys) {
+			// A directory renamed by this FS is not reached under its old name.
+			require.NoError(t, fsys.Rename("a", "z"))
+			require.NoError(t, fsys.Mkdir("a"))
+			require.NoError(t, fsys.Mkdir("a/b"))
+			createFS(t, fsys, "a/b/t", "y")
+			require.NoError(t, fsys.Rename("a/b/t", "a/b/u"))
+			require.Equal(t, "y", readFS(t, fsys, "a/b/u"))
+			require.Equal(t, "x", readFS(t, fsys, "z/b/u"))
+		} else { // link renames move no directory: make z/b/u as it would be
+			require.NoError(t, fsys.Mkdir("z"))
+			require.NoError(t, fsys.Mkdir("z/b"))
+			createFS(t, fsys, "z/b/u", "x")
+		}
 
 		// Nor one removed and made again.
 		require.NoError(t, fsys.Remove("z/b/u"))

@@ -3,6 +3,7 @@ package osfs
 import (
 	"errors"
 	"io/fs"
+	"runtime"
 	"syscall"
 )
 
@@ -17,6 +18,18 @@ var (
 	// than a regular file.
 	ErrNotRegular = errors.New("not a regular file")
 )
+
+// ErrUnsupportedOS is what New returns on a system this backend does not
+// support yet (Windows among them). It matches errors.ErrUnsupported.
+var ErrUnsupportedOS error = unsupportedOS{}
+
+type unsupportedOS struct{}
+
+func (unsupportedOS) Error() string {
+	return "the os backend does not support " + runtime.GOOS + " yet; use backend=memfs for tests"
+}
+
+func (unsupportedOS) Is(target error) bool { return target == errors.ErrUnsupported }
 
 // errnoError is a sentinel with a clearer message than the errno it stands
 // for; errors.Is matches both.

@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux || darwin || freebsd
 
 package osfs
 
@@ -18,3 +18,7 @@ func ForceLinkRename(f *FS) { f.noRenameat2 = true }
 
 // ForceNoProcFD makes f add inotify watches by path, as without /proc.
 func ForceNoProcFD(f *FS) { f.noProcFD = true }
+
+// RenamesDirectories reports whether f's Rename can move a directory: not
+// with link and unlink.
+func RenamesDirectories(f *FS) bool { return f.renamesDirs() }

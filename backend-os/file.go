@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux || darwin || freebsd
 
 package osfs
 
@@ -8,7 +8,6 @@ import (
 	"path"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/mqb-project/mqb/core"
 	"golang.org/x/sys/unix"
@@ -22,11 +21,12 @@ func (f *FS) CreateExcl(name string) (core.File, error) {
 	var opened *file
 	err := f.do("create", name, func(rootfd int) error {
 		fd, err := f.openBeneath(rootfd, name,
-			unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_LARGEFILE, f.fileMode)
+			unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|oLargefile, f.fileMode)
 		if err != nil {
 			return err
 		}
 		opened = newFile(fd, name)
+		opened.flush = f.flush
 		return nil
 	}, name)
 	if err != nil {
@@ -43,7 +43,7 @@ func (f *FS) Open(name string) (core.File, error) {
 	var opened *file
 	err := f.do("open", name, func(rootfd int) error {
 		fd, err := f.openBeneath(rootfd, name,
-			unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_LARGEFILE, 0)
+			unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|oLargefile, 0)
 		if err != nil {
 			return err
 		}
@@ -55,6 +55,7 @@ func (f *FS) Open(name string) (core.File, error) {
 		// regular files, so clearing it would only cost a system call
 		// (file.Read clears it if a filesystem ever honours it).
 		opened = newFile(fd, name)
+		opened.flush = f.flush
 		return nil
 	}, name)
 	if err != nil {
@@ -91,9 +92,10 @@ func clearNonblock(fd int) error {
 // the calls in progress, so a descriptor is never used after it is closed
 // (and perhaps reused).
 type file struct {
-	name string
-	mu   sync.RWMutex // held shared by I/O calls, exclusively by Close
-	fd   int          // -1 once closed
+	name  string
+	flush Flush        // how Sync reaches the disk
+	mu    sync.RWMutex // held shared by I/O calls, exclusively by Close
+	fd    int          // -1 once closed
 }
 
 func newFile(fd int, name string) *file { return &file{name: name, fd: fd} }
@@ -153,14 +155,15 @@ func (f *file) Write(p []byte) (int, error) {
 	return done, nil
 }
 
-// Sync makes the bytes written so far durable (fsync).
+// Sync makes the bytes written so far durable (fsync; F_FULLFSYNC on macOS,
+// see Flush).
 func (f *file) Sync() error {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if f.fd < 0 {
 		return f.closedErr("sync")
 	}
-	return pathErr("sync", f.name, ignoringEINTR(func() error { return unix.Fsync(f.fd) }))
+	return pathErr("sync", f.name, syncFD(f.fd, f.flush))
 }
 
 // Stat describes the open file, as os.File.Stat does: Name is the last
@@ -202,15 +205,14 @@ type fileInfo struct {
 	sys  syscall.Stat_t
 }
 
-func (fi *fileInfo) Name() string       { return fi.name }
-func (fi *fileInfo) Size() int64        { return fi.sys.Size }
-func (fi *fileInfo) ModTime() time.Time { return time.Unix(fi.sys.Mtim.Unix()) }
-func (fi *fileInfo) IsDir() bool        { return fi.Mode().IsDir() }
-func (fi *fileInfo) Sys() any           { return &fi.sys }
+func (fi *fileInfo) Name() string { return fi.name }
+func (fi *fileInfo) Size() int64  { return fi.sys.Size }
+func (fi *fileInfo) IsDir() bool  { return fi.Mode().IsDir() }
+func (fi *fileInfo) Sys() any     { return &fi.sys }
 
 // Mode converts st_mode as os.Stat does.
 func (fi *fileInfo) Mode() fs.FileMode {
-	m := fs.FileMode(fi.sys.Mode&0o777) | modeType(fi.sys.Mode&syscall.S_IFMT)
+	m := fs.FileMode(fi.sys.Mode&0o777) | modeType(uint32(fi.sys.Mode)&syscall.S_IFMT)
 	if fi.sys.Mode&syscall.S_ISUID != 0 {
 		m |= fs.ModeSetuid
 	}

@@ -1,49 +1,25 @@
-//go:build linux
+//go:build linux || darwin || freebsd
 
 package osfs
 
 import (
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"sync"
-	"syscall"
-
-	"github.com/mqb-project/mqb/core/option"
 
 	"github.com/mqb-project/mqb/core"
+	"github.com/mqb-project/mqb/core/option"
 	"golang.org/x/sys/unix"
 )
 
-var (
-	_ core.FS         = (*FS)(nil)
-	_ core.DirWatcher = (*FS)(nil)
-	_ core.FSSyncer   = (*FS)(nil)
-)
+var _ core.FS = (*FS)(nil)
 
-// Default permissions of what an FS creates, before the process umask.
-const (
-	DefaultFileMode fs.FileMode = 0o600
-	DefaultDirMode  fs.FileMode = 0o700
-)
-
-// Options configure New.
-type Options struct {
-	// FileMode is the permission of files created by CreateExcl and Lock;
-	// zero means DefaultFileMode (0600). The process umask applies.
-	FileMode fs.FileMode
-	// DirMode is the permission of directories created by Mkdir and, with
-	// CreateRoot, of the root and its missing parents; zero means
-	// DefaultDirMode (0700). The process umask applies.
-	DirMode fs.FileMode
-	// CreateRoot creates the root directory, and its missing parents,
-	// when it does not exist. Without it a missing root is an error.
-	CreateRoot bool
-}
-
-// FS is a core.FS on the real filesystem, confined to one root directory. It
-// also implements core.DirWatcher (inotify) and core.FSSyncer (syncfs).
+// FS is a core.FS on the real filesystem, confined to one root directory.
+// On Linux it also implements core.DirWatcher (inotify) and core.FSSyncer
+// (syncfs), on macOS and FreeBSD core.DirWatcher (kqueue); built with the
+// mqb_portable tag it implements neither, and consumers poll (see the
+// package documentation).
 //
 // No name resolves outside the root and no symbolic link below the root is
 // ever followed: an operation whose name needs a link fails with an error
@@ -66,9 +42,11 @@ type FS struct {
 	root     string
 	fileMode uint32
 	dirMode  uint32
-	walk     bool // openat2 is unusable: resolve one element at a time
+	flush    Flush
+	walk     bool // openat2 is unusable or absent: resolve one element at a time
 
 	// Switches for tests: take the fallback paths on kernels that do not need them.
+	// Not every build has renameat2 or inotify; these are unused there.
 	noRenameat2 bool
 	noProcFD    bool
 
@@ -102,6 +80,10 @@ func New(root string, opts Options) (*FS, error) {
 	if err != nil {
 		return nil, err
 	}
+	flush, err := flushOption(opts.Flush)
+	if err != nil {
+		return nil, err
+	}
 	if opts.CreateRoot {
 		if err := os.MkdirAll(root, fs.FileMode(dirMode)); err != nil {
 			return nil, err
@@ -109,7 +91,7 @@ func New(root string, opts Options) (*FS, error) {
 	}
 	var fd int
 	err = ignoringEINTR(func() (err error) {
-		fd, err = unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_LARGEFILE, 0)
+		fd, err = unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|oLargefile, 0)
 		return err
 	})
 	if err != nil {
@@ -120,18 +102,9 @@ func New(root string, opts Options) (*FS, error) {
 		rootfd:   fd,
 		fileMode: fileMode,
 		dirMode:  dirMode,
-		walk:     !openat2Usable(fd),
+		flush:    flush,
+		walk:     !resolveUsable(fd),
 	}, nil
-}
-
-func permOption(field string, mode, def fs.FileMode) (uint32, error) {
-	if mode == 0 {
-		mode = def
-	}
-	if mode&^fs.ModePerm != 0 {
-		return 0, &option.Error{Field: field, Value: mode.String(), Msg: "only permission bits (0777) are allowed"}
-	}
-	return uint32(mode), nil
 }
 
 // Root returns the absolute, cleaned path of the root directory.
@@ -181,10 +154,11 @@ func (f *FS) do(op, path string, fn func(rootfd int) error, names ...string) err
 // when newname exists it fails with an error matching fs.ErrExist and both
 // names are left as they were. The error's Path is "oldname -> newname".
 //
-// It uses renameat2(RENAME_NOREPLACE). Where the filesystem lacks that flag
-// it falls back to link then unlink, which is just as exclusive but, after a
-// crash between the two steps, can leave both names on the same file; it
-// cannot move a directory.
+// It uses renameat2(RENAME_NOREPLACE) on Linux and renameatx_np(RENAME_EXCL)
+// on macOS. On FreeBSD, in the mqb_portable build, and where the filesystem
+// lacks those flags it uses link then unlink, which is just as exclusive
+// but, after a crash between the two steps, can leave both names on the same
+// file; it cannot move a directory.
 func (f *FS) Rename(oldname, newname string) error {
 	err := f.do("rename", oldname, func(rootfd int) error {
 		for fresh := false; ; fresh = true {
@@ -217,22 +191,16 @@ func (f *FS) Rename(oldname, newname string) error {
 	return err
 }
 
-func (f *FS) renameNoReplace(odir int, obase string, ndir int, nbase string) error {
-	var err error
-	if !f.noRenameat2 {
-		err = ignoringEINTR(func() error {
-			return unix.Renameat2(odir, obase, ndir, nbase, unix.RENAME_NOREPLACE)
-		})
-		if err != unix.EINVAL && err != unix.ENOSYS {
-			return err
-		}
-	}
-	// link(2) fails with EEXIST rather than replace, so the new name
-	// appears atomically and only when it was free.
+// linkRename is the rename that every Unix can do without replacing: link(2)
+// fails with EEXIST rather than replace, so the new name appears atomically
+// and only when it was free; then the old name goes. why is the error of a
+// native no-replace rename that was refused, if any: for a directory, which
+// link cannot move, it says better what went wrong.
+func linkRename(odir int, obase string, ndir int, nbase string, why error) error {
 	lerr := ignoringEINTR(func() error { return unix.Linkat(odir, obase, ndir, nbase, 0) })
 	if lerr != nil {
-		if lerr == unix.EPERM && err != nil {
-			return err // a directory: report why renameat2 refused
+		if lerr == unix.EPERM && why != nil {
+			return why
 		}
 		return lerr
 	}
@@ -276,31 +244,9 @@ func (f *FS) Mkdir(name string) error {
 	}, name)
 }
 
-// Stat describes name without following a symbolic link, like os.Lstat;
-// Sys returns a *syscall.Stat_t.
-func (f *FS) Stat(name string) (fs.FileInfo, error) {
-	var fi fs.FileInfo
-	err := f.do("stat", name, func(rootfd int) error {
-		fd, err := f.openBeneath(rootfd, name, unix.O_PATH|unix.O_NOFOLLOW, 0)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(fd)
-		info := &fileInfo{name: path.Base(name)}
-		if err := ignoringEINTR(func() error { return syscall.Fstat(fd, &info.sys) }); err != nil {
-			return err
-		}
-		fi = info
-		return nil
-	}, name)
-	if err != nil {
-		return nil, err
-	}
-	return fi, nil
-}
-
 // SyncDir makes durable every creation, rename and removal of entries of the
-// directory name so far, by fsync on the directory.
+// directory name so far, by fsync on the directory (F_FULLFSYNC on macOS,
+// see Flush).
 func (f *FS) SyncDir(name string) error {
 	return f.do("syncdir", name, func(rootfd int) error { return f.fsyncDir(rootfd, name) }, name)
 }
@@ -314,14 +260,5 @@ func (f *FS) fsyncDir(rootfd int, name string) error {
 		}
 		defer unix.Close(fd)
 	}
-	return ignoringEINTR(func() error { return unix.Fsync(fd) })
-}
-
-// SyncAll makes the bytes of every file written before the call durable, as
-// if each had been synced, by syncfs on the filesystem holding the root.
-// Directories mounted below the root are not covered.
-func (f *FS) SyncAll() error {
-	return f.do("syncfs", ".", func(rootfd int) error {
-		return ignoringEINTR(func() error { return unix.Syncfs(rootfd) })
-	})
+	return syncFD(fd, f.flush)
 }

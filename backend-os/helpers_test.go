@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	osfs "github.com/mqb-project/mqb/backend-os"
+	"github.com/mqb-project/mqb/core"
 )
 
 // resolution is one way an FS resolves names; every contract test runs
@@ -100,6 +101,18 @@ func perm(t testing.TB, path string) fs.FileMode {
 	fi, err := os.Lstat(path)
 	require.NoError(t, err)
 	return fi.Mode().Perm()
+}
+
+// addOptionalCalls adds to calls those of the optional interfaces this
+// build's FS has (the mqb_portable build has none): WatchDir of dir, and
+// with syncAll SyncAll, which takes no name.
+func addOptionalCalls(calls map[string]func() error, fsys *osfs.FS, dir string, syncAll bool) {
+	if s, ok := any(fsys).(core.FSSyncer); ok && syncAll {
+		calls["SyncAll"] = s.SyncAll
+	}
+	if dw, ok := any(fsys).(core.DirWatcher); ok {
+		calls["WatchDir"] = func() error { _, err := dw.WatchDir(dir); return err }
+	}
 }
 
 // withUmask runs the test with a known umask; tests in this package do not

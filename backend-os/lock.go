@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux || darwin || freebsd
 
 package osfs
 
@@ -32,7 +32,7 @@ func (f *FS) Lock(name string) (core.Claim, error) {
 		// gofrs/flock, which opens by path: O_NOFOLLOW there protects only
 		// the last element, and it does not expose its descriptor for WriteAt.
 		fd, err := f.openBeneath(rootfd, name,
-			unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_LARGEFILE, f.fileMode)
+			unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|oLargefile, f.fileMode)
 		if err != nil {
 			return err
 		}

@@ -1,3 +1,5 @@
+//go:build linux && !mqb_portable
+
 package osfs
 
 import (

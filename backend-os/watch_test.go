@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux && !mqb_portable
 
 package osfs_test
 

@@ -662,11 +662,28 @@ func TestConformanceOnADirectory(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, left, "the work directory is removed")
 
+	assert.Regexp(t, `(?m)^KEPT +no-replace rename +RenameNoReplace$`, r.stdout)
+	assert.Regexp(t, `(?m)^KEPT +claims exclusive in one process +ClaimExclusive$`, r.stdout)
+	assert.Regexp(t, `(?m)^KEPT +spool protocol +Layout_DocsExample$`, r.stdout)
+
 	r = ok(t, "", "conformance", "--json", "--run", "^RenameNoReplace$", dir)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	require.Len(t, lines, 2, "a check, then its promise")
 	var res struct{ Name, Status string }
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &res))
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &res))
 	assert.Equal(t, "RenameNoReplace", res.Name)
 	assert.Equal(t, "PASS", res.Status)
+	var v struct{ Promise, Verdict string }
+	require.NoError(t, json.Unmarshal([]byte(lines[1]), &v))
+	assert.Equal(t, "no-replace rename", v.Promise)
+	assert.Equal(t, "KEPT", v.Verdict)
+
+	// A second mqb process holds a claim: this one must be refused it
+	// until that process is killed.
+	r = ok(t, "", "conformance", "--run", "^(ClaimAcrossProcesses|SyncDurability)$", dir)
+	assert.Regexp(t, `(?m)^PASS\tClaimAcrossProcesses\t`, r.stdout)
+	assert.Regexp(t, `(?m)^KEPT +claims exclusive across processes \(flock\) +ClaimAcrossProcesses$`, r.stdout)
+	assert.Regexp(t, `(?m)^UNTESTED +durable across a power cut +SyncDurability\n +needs a crash model`, r.stdout)
 
 	bad := run(t, "", "conformance", "--run", "(", dir)
 	assert.Equal(t, 2, bad.code)

@@ -14,7 +14,6 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
 	"github.com/mqb-project/mqb/bridge"
 	_ "github.com/mqb-project/mqb/bridge/all" // every built-in connector
@@ -132,16 +131,6 @@ func (a *app) rememberSecrets(raws ...string) {
 			}
 		}
 	}
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
 }
 
 // exactArgs is cobra.ExactArgs with a usage error naming what is expected.

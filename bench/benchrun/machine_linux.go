@@ -11,20 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Machine describes where a report was measured.
-type Machine struct {
-	Dir          string `json:"dir"`
-	FSType       string `json:"fs_type"`  // from statfs f_type: ext4, xfs, tmpfs, ...
-	FSMagic      string `json:"fs_magic"` // f_type in hex
-	Device       string `json:"device,omitempty"`
-	MountPoint   string `json:"mount_point,omitempty"`
-	MountOptions string `json:"mount_options,omitempty"`
-	Kernel       string `json:"kernel"`
-	CPUs         int    `json:"cpus"`
-	GoVersion    string `json:"go_version"`
-	GOARCH       string `json:"goarch"`
-}
-
 // fsMagics names the statfs f_type values one is likely to meet.
 var fsMagics = map[int64]string{
 	0xEF53:     "ext2/3/4",

@@ -11,7 +11,6 @@ import (
 	memfs "github.com/mqb-project/mqb/backend-memfs"
 	osfs "github.com/mqb-project/mqb/backend-os"
 	"github.com/mqb-project/mqb/core"
-	"golang.org/x/sys/unix"
 )
 
 // Case is one point of the benchmark matrix.
@@ -117,7 +116,7 @@ func NewTrial(dir string, c Case) (t *Trial, err error) {
 	}
 	strategies := []string{RawPerFile}
 	if c.Op == OpProduce && c.Fsync == string(core.FsyncBatch) {
-		strategies = []string{RawPerFile, RawConcurrent, RawSyncfs}
+		strategies = rawBatchStrategies
 	}
 	for i, s := range strategies {
 		name := RawArmPrefix
@@ -155,38 +154,6 @@ func NewTrial(dir string, c Case) (t *Trial, err error) {
 	}
 	t.arms = append(t.arms, a)
 	return t, nil
-}
-
-func (t *Trial) rawArm(name, dir string, names rawNames, strategy string, side []byte) (*arm, error) {
-	c := t.c
-	if c.Op == OpProduce {
-		p, err := newRawProducer(dir, names, c.Fsync, strategy, t.payload, side)
-		if err != nil {
-			return nil, err
-		}
-		return &arm{name: name, step: p.write, stop: p.close}, nil
-	}
-	a := &arm{name: name}
-	a.fill = func(n int) error {
-		fsys, err := openFS(osfs.Name, dir)
-		if err != nil {
-			return err
-		}
-		err = fill(fsys.fs, spoolOptions(dir, c.Fsync, c.Layout, c.Sidecar), t.payload, n, 256)
-		if cerr := fsys.close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return err
-		}
-		rc, err := newRawConsumer(dir, names, c.Fsync, c.PayloadBytes)
-		if err != nil {
-			return err
-		}
-		a.step, a.stop = rc.consume, rc.close
-		return nil
-	}
-	return a, nil
 }
 
 // boundedArm produces with max_messages, max_bytes and min_free_bytes all
@@ -311,15 +278,6 @@ func (t *Trial) Close() error {
 	t.arms = nil
 	errs = append(errs, os.RemoveAll(t.dir), syncfsPath(filepath.Dir(t.dir)))
 	return errors.Join(errs...)
-}
-
-func syncfsPath(dir string) error {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	return unix.Syncfs(fd)
 }
 
 // makePayload returns n bytes that do not compress to nothing.

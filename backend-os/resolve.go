@@ -1,3 +1,5 @@
+//go:build linux || darwin || freebsd
+
 package osfs
 
 import (
@@ -6,50 +8,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// resolveFlags keep openat2 below the root and refuse every symbolic link,
-// magic /proc links included.
-const resolveFlags = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
-
-// openat2Usable reports whether openat2 with resolveFlags works here. It can
-// be missing (kernels before 5.6: ENOSYS) or blocked by a seccomp profile
-// (EPERM, ENOSYS); any failure selects the component walk, which is just as
-// confined, only slower.
-func openat2Usable(rootfd int) bool {
-	fd, err := unix.Openat2(rootfd, ".", &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
-		Resolve: resolveFlags,
-	})
-	if err != nil {
-		return false
-	}
-	unix.Close(fd)
-	return true
-}
-
-// openBeneath opens name relative to the directory rootfd without leaving it
-// and without following any symbolic link: a link in any element fails with
-// ELOOP, except that O_PATH|O_NOFOLLOW opens a trailing link itself (lstat
-// semantics). O_CLOEXEC is always added. name must satisfy fs.ValidPath, so
-// it has no ".." elements.
-func (f *FS) openBeneath(rootfd int, name string, flags int, mode uint32) (int, error) {
-	flags |= unix.O_CLOEXEC
-	if f.walk {
-		return walkOpen(rootfd, name, flags, mode)
-	}
-	how := unix.OpenHow{Flags: uint64(flags), Resolve: resolveFlags}
-	if flags&unix.O_CREAT != 0 {
-		how.Mode = uint64(mode)
-	}
-	for {
-		fd, err := unix.Openat2(rootfd, name, &how)
-		if err != unix.EINTR {
-			return fd, err
-		}
-	}
-}
-
-// walkOpen is openBeneath for kernels without openat2: it opens one element
-// at a time with O_NOFOLLOW, each relative to the directory before it.
+// walkOpen is openBeneath without openat2 (other kernels, and the
+// mqb_portable build): it opens one element at a time with O_NOFOLLOW, each
+// relative to the directory before it. flags must include O_CLOEXEC.
 func walkOpen(rootfd int, name string, flags int, mode uint32) (int, error) {
 	dirfd, base := rootfd, name
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {
@@ -68,11 +29,11 @@ func walkOpen(rootfd int, name string, flags int, mode uint32) (int, error) {
 }
 
 // walkDir opens the directory dir (relative to rootfd, no trailing slash)
-// as an O_PATH descriptor, refusing symbolic links in every element.
+// with oDirPath, refusing symbolic links in every element.
 func walkDir(rootfd int, dir string) (int, error) {
 	fd := rootfd
 	for elem := range strings.SplitSeq(dir, "/") {
-		next, err := openat(fd, elem, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		next, err := openat(fd, elem, oDirPath|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err == unix.ENOTDIR && isSymlinkAt(fd, elem) {
 			// O_DIRECTORY|O_NOFOLLOW reports a link as "not a directory";
 			// say what it is.
@@ -92,6 +53,11 @@ func walkDir(rootfd int, dir string) (int, error) {
 func openat(dirfd int, name string, flags int, mode uint32) (int, error) {
 	for {
 		fd, err := unix.Openat(dirfd, name, flags, mode)
+		if err == unix.EMLINK && flags&unix.O_NOFOLLOW != 0 {
+			// FreeBSD's answer to O_NOFOLLOW on a link; open(2) has
+			// no other use for EMLINK.
+			err = unix.ELOOP
+		}
 		if err != unix.EINTR {
 			return fd, err
 		}
@@ -122,7 +88,7 @@ func (f *FS) parentAt(rootfd int, name string, fresh bool) (parent, error) {
 	}
 	dir := name[:i]
 	d, cached, err := f.dirs.get(dir, fresh, func() (int, error) {
-		return f.openBeneath(rootfd, dir, unix.O_PATH|unix.O_DIRECTORY, 0)
+		return f.openBeneath(rootfd, dir, oDirPath|unix.O_DIRECTORY, 0)
 	})
 	if err != nil {
 		return parent{}, err

@@ -1,47 +1,47 @@
+//go:build linux || darwin || freebsd
+
 package benchrun
 
 import (
 	"fmt"
+
+	osfs "github.com/mqb-project/mqb/backend-os"
 	"slices"
-	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
 )
 
-// Raw batch strategies for fsync=batch. Each writes every file of the batch,
-// makes the bytes durable its own way, then renames sidecars, syncs the
-// directory, renames payloads and syncs the directory again, as the
-// protocol does.
-const (
-	RawPerFile    = "fsync-per-file"   // fsync each file right after writing it
-	RawConcurrent = "fsync-concurrent" // write all, then fsync all files at once from many threads
-	RawSyncfs     = "syncfs"           // write all, then one syncfs for the filesystem
-)
-
-// rawNames builds chunk names the way the default layout does, {seq:09}
-// with an optional 2x3 sharding, without the library.
-type rawNames struct {
-	sharded bool
-	sidecar bool
-}
-
-func (r rawNames) digits(seq uint64) string {
-	s := strconv.FormatUint(seq, 10)
-	if len(s) < 9 {
-		s = "000000000"[:9-len(s)] + s
+func (t *Trial) rawArm(name, dir string, names rawNames, strategy string, side []byte) (*arm, error) {
+	c := t.c
+	if c.Op == OpProduce {
+		p, err := newRawProducer(dir, names, c.Fsync, strategy, t.payload, side)
+		if err != nil {
+			return nil, err
+		}
+		return &arm{name: name, step: p.write, stop: p.close}, nil
 	}
-	return s
-}
-
-// split returns the leaf directory ("." when flat) and the base name
-// without extension.
-func (r rawNames) split(seq uint64) (dir, base string) {
-	d := r.digits(seq)
-	if !r.sharded {
-		return ".", d
+	a := &arm{name: name}
+	a.fill = func(n int) error {
+		fsys, err := openFS(osfs.Name, dir)
+		if err != nil {
+			return err
+		}
+		err = fill(fsys.fs, spoolOptions(dir, c.Fsync, c.Layout, c.Sidecar), t.payload, n, 256)
+		if cerr := fsys.close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+		rc, err := newRawConsumer(dir, names, c.Fsync, c.PayloadBytes)
+		if err != nil {
+			return err
+		}
+		a.step, a.stop = rc.consume, rc.close
+		return nil
 	}
-	return d[0:3] + "/" + d[3:6], d[6:]
+	return a, nil
 }
 
 // rawDir is an open directory of the raw baseline.
@@ -115,10 +115,10 @@ func (p *rawProducer) dir(dir string) (int, error) {
 			return -1, fmt.Errorf("open %s: %w", cur, err)
 		}
 		if made && p.fsync != "none" {
-			if err := unix.Fsync(fd); err != nil {
+			if err := rawFsync(fd); err != nil {
 				return -1, err
 			}
-			if err := unix.Fsync(parent); err != nil {
+			if err := rawFsync(parent); err != nil {
 				return -1, err
 			}
 		}
@@ -163,7 +163,7 @@ func (p *rawProducer) writeTmp(dirfd int, name string, data []byte, sync, keep b
 		return -1, fmt.Errorf("write %s: %w", name, err)
 	}
 	if sync {
-		if err := unix.Fsync(fd); err != nil {
+		if err := rawFsync(fd); err != nil {
 			unix.Close(fd)
 			return -1, err
 		}
@@ -206,7 +206,7 @@ func (p *rawProducer) writeBatch(n int, strategy string) error {
 		}
 	}
 	if syncing && strategy == RawSyncfs {
-		if err := unix.Syncfs(p.rootfd); err != nil {
+		if err := rawSyncfs(p.rootfd); err != nil {
 			return err
 		}
 	}
@@ -271,7 +271,7 @@ func (p *rawProducer) writeKept(dirfd int, name string, data []byte, perFile, ke
 // replacing.
 func renameChunks(chunks []rawChunk, ext string) error {
 	for _, c := range chunks {
-		if err := unix.Renameat2(c.dirfd, c.base+ext+".tmp", c.dirfd, c.base+ext, unix.RENAME_NOREPLACE); err != nil {
+		if err := rawRename(c.dirfd, c.base+ext+".tmp", c.base+ext); err != nil {
 			return fmt.Errorf("rename %s: %w", c.base, err)
 		}
 	}
@@ -284,7 +284,7 @@ func fsyncDirs(syncing bool, dirfds []int) error {
 		return nil
 	}
 	for _, fd := range dirfds {
-		if err := unix.Fsync(fd); err != nil {
+		if err := rawFsync(fd); err != nil {
 			return err
 		}
 	}
@@ -302,7 +302,7 @@ func fsyncConcurrently(fds []int) error {
 	for range workers {
 		wg.Go(func() {
 			for fd := range next {
-				err := unix.Fsync(fd)
+				err := rawFsync(fd)
 				if cerr := unix.Close(fd); err == nil {
 					err = cerr
 				}
@@ -324,7 +324,7 @@ func fsyncConcurrently(fds []int) error {
 	return first
 }
 
-// rawConsumer drains chunks with bare system calls: getdents of the leaf
+// rawConsumer drains chunks with bare system calls: a listing of the leaf
 // directory, then for each payload in name order openat, read, close (and
 // the same for its sidecar), then unlinkat both and, per policy, fsync the
 // directory.
@@ -360,16 +360,9 @@ func (c *rawConsumer) list(fd int) ([]string, error) {
 	if _, err := unix.Seek(fd, 0, 0); err != nil {
 		return nil, err
 	}
-	var names []string
-	for {
-		n, err := unix.Getdents(fd, c.dirBuf)
-		if err != nil {
-			return nil, err
-		}
-		if n <= 0 {
-			break
-		}
-		_, _, names = unix.ParseDirent(c.dirBuf[:n], -1, names)
+	names, err := rawReadNames(fd, c.dirBuf)
+	if err != nil {
+		return nil, err
 	}
 	slices.Sort(names)
 	return names, nil
@@ -494,13 +487,13 @@ func (c *rawConsumer) consume(n int) error {
 				}
 			}
 			if c.fsync == "chunk" {
-				if err := unix.Fsync(c.dirfd); err != nil {
+				if err := rawFsync(c.dirfd); err != nil {
 					return err
 				}
 			}
 		}
 		if c.fsync == "batch" {
-			if err := unix.Fsync(c.dirfd); err != nil {
+			if err := rawFsync(c.dirfd); err != nil {
 				return err
 			}
 		}

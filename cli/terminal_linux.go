@@ -1,0 +1,8 @@
+package cli
+
+import "golang.org/x/sys/unix"
+
+func isTerminalFD(fd uintptr) bool {
+	_, err := unix.IoctlGetTermios(int(fd), unix.TCGETS)
+	return err == nil
+}
