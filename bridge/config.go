@@ -220,6 +220,9 @@ func (e *Env) NewRoute(c *Config) (*Route, error) {
 	if err != nil {
 		return nil, configErr(where("output", c.Output), err)
 	}
+	if err := checkPlaces(src, tgt, "output"); err != nil {
+		return nil, err
+	}
 	retry := DefaultRetry
 	if c.Retry.InitialInterval > 0 {
 		retry.Initial = time.Duration(c.Retry.InitialInterval)
@@ -243,6 +246,9 @@ func (e *Env) NewRoute(c *Config) (*Route, error) {
 		dead, rdl, err = e.NewTarget(*c.DeadLetter)
 		if err != nil {
 			return nil, configErr(where("dead_letter", *c.DeadLetter), err)
+		}
+		if err := checkPlaces(src, dead, "dead_letter"); err != nil {
+			return nil, err
 		}
 		deadOut = rdl.Display
 	}

@@ -85,8 +85,9 @@ type Connector struct {
 	Schema *option.Schema
 	// URLFields turns a URL into the same field map as YAML would give (for
 	// example, the URL path becomes the path field). Query parameters must
-	// be copied as fields of the same name. Errors should be
-	// *option.Error values.
+	// be copied as fields of the same name: build on option.FromURL. Errors
+	// should be *option.Error values. Nil means option.FromURL with
+	// option.PathOwn: the query only.
 	URLFields func(u *url.URL) (map[string]any, error)
 	// NewSource builds a source from decoded options; nil if the connector
 	// cannot be a source.
@@ -94,27 +95,7 @@ type Connector struct {
 	// NewTarget builds a target from decoded options; nil if the connector
 	// cannot be a target.
 	NewTarget func(env *Env, v *option.Values) (Target, error)
-	// Redact returns the endpoint as it may be shown in logs and errors;
-	// nil means the URL with any password replaced by "xxxxx".
-	Redact func(u *url.URL) string
-}
-
-// QueryFields copies the query parameters of u into a field map, refusing a
-// name given twice. Connectors use it in their URLFields.
-func QueryFields(u *url.URL) (map[string]any, error) {
-	q := u.Query()
-	m := make(map[string]any, len(q)+2)
-	for k, vs := range q {
-		if len(vs) > 1 {
-			return nil, &option.Error{Field: k, Msg: "given more than once"}
-		}
-		m[k] = vs[0]
-	}
-	return m, nil
-}
-
-// RedactURL returns u as text with its password, if any, replaced by
-// "xxxxx". Use it for every URL that reaches a log line or an error.
-func RedactURL(u *url.URL) string {
-	return u.Redacted()
+	// TokenUser says that the user info of a URL without a password is a
+	// token (nats://TOKEN@host), so Redact hides it like a password.
+	TokenUser bool
 }

@@ -35,25 +35,12 @@ type Endpoint struct {
 // replaced, or the connector name with its path.
 func (ep Endpoint) String() string {
 	if ep.URL != "" {
-		return RedactString(ep.URL)
+		return Redact(ep.URL)
 	}
 	if p, ok := ep.Fields["path"].(string); ok {
 		return ep.Connector + ":" + p
 	}
 	return ep.Connector
-}
-
-// RedactString returns raw with the password of a URL replaced by "xxxxx";
-// text that is not a URL with a password comes back unchanged.
-func RedactString(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
-	}
-	if _, ok := u.User.Password(); !ok {
-		return raw
-	}
-	return RedactURL(u)
 }
 
 // Resolved is an endpoint matched to its connector, with its options decoded
@@ -93,7 +80,7 @@ func (e *Env) Resolve(ep Endpoint) (*Resolved, error) {
 }
 
 func (e *Env) resolveURL(raw string) (*Resolved, error) {
-	display := RedactString(raw)
+	display := Redact(raw)
 	u, err := url.Parse(raw)
 	if err != nil {
 		// url.Parse quotes the whole URL in its error: do not leak a password.
@@ -106,16 +93,17 @@ func (e *Env) resolveURL(raw string) (*Resolved, error) {
 	if !ok {
 		return nil, &ConfigError{Err: unknownEndpoint(fmt.Sprintf("unknown scheme %q in %s (valid: %s)", u.Scheme, display, strings.Join(e.Schemes(), ", ")))}
 	}
-	if c.Redact != nil {
-		display = c.Redact(u)
+	if c.TokenUser && u.User != nil {
+		if _, ok := u.User.Password(); !ok {
+			display = Redact(raw, u.User.Username())
+		}
+	}
+	var m map[string]any
+	if c.URLFields != nil {
+		m, err = c.URLFields(u)
 	} else {
-		display = RedactURL(u)
+		m, err = option.FromURL(u, option.PathOwn, "")
 	}
-	urlFields := c.URLFields
-	if urlFields == nil {
-		urlFields = QueryFields
-	}
-	m, err := urlFields(u)
 	if err != nil {
 		return nil, &ConfigError{Where: display, Err: err}
 	}
@@ -169,41 +157,6 @@ func (e *Env) namesWith(k Kind) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// PathFields is a URLFields for connectors whose URL names an absolute path
-// (scheme:///abs/path?option=value): the URL path becomes the path field and
-// every query parameter a field of the same name. A host part, a relative
-// path or a path query parameter is refused with a *option.Error.
-func PathFields(u *url.URL) (map[string]any, error) {
-	if u.Host != "" {
-		return nil, &option.Error{Field: "path", Value: u.Host + u.Path,
-			Msg: fmt.Sprintf("must be absolute: write three slashes, as in %s:///data/file", u.Scheme)}
-	}
-	if u.Opaque != "" || u.Path == "" || u.Path[0] != '/' {
-		return nil, &option.Error{Field: "path", Value: u.Opaque + u.Path,
-			Msg: fmt.Sprintf("must be an absolute path, as in %s:///data/file", u.Scheme)}
-	}
-	m, err := QueryFields(u)
-	if err != nil {
-		return nil, err
-	}
-	if _, ok := m["path"]; ok {
-		return nil, &option.Error{Field: "path", Msg: "comes from the URL path, not a query parameter"}
-	}
-	m["path"] = u.Path
-	return m, nil
-}
-
-// NoPathFields is a URLFields for connectors whose URL has no path
-// (stdin://?format=csv): every query parameter becomes a field, and a host
-// or path is refused.
-func NoPathFields(u *url.URL) (map[string]any, error) {
-	if u.Host != "" || (u.Path != "" && u.Path != "/") || u.Opaque != "" {
-		return nil, &option.Error{Field: "url", Value: u.Redacted(),
-			Msg: fmt.Sprintf("%s takes no host or path: write %s://?option=value", u.Scheme, u.Scheme)}
-	}
-	return QueryFields(u)
 }
 
 // unknownEndpoint is an error matching ErrUnknownEndpoint with its own text.

@@ -4,18 +4,19 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/mqb-project/mqb/core"
 )
 
-// BackendFactory opens the filesystem of a spool from its options (path,
-// file_mode, dir_mode...). create asks for the spool directory to be made
+// BackendFactory opens the filesystem of the spool at path with the
+// options of its endpoint (file_mode, dir_mode...). create asks for the spool directory to be made
 // when missing (a producer does; a consumer may wait for it). When the
 // returned FS implements io.Closer, the connector that opened it closes it
 // when it is done.
-type BackendFactory func(o core.Options, create bool) (core.FS, error)
+type BackendFactory func(path string, o BackendOptions, create bool) (core.FS, error)
 
 // Env is a registry of connectors and spool backends plus the shared
 // facilities a route's connectors use. Tests build their own with NewEnv;
@@ -121,34 +122,19 @@ func (e *Env) Backend(name string) (BackendFactory, bool) {
 func (e *Env) Schemes() []string {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	out := make([]string, 0, len(e.schemes))
-	for s := range e.schemes {
-		out = append(out, s)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(e.schemes))
 }
 
 // Names returns every registered connector name, sorted.
 func (e *Env) Names() []string {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	out := make([]string, 0, len(e.connectors))
-	for n := range e.connectors {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(e.connectors))
 }
 
 // Backends returns every registered backend name, sorted.
 func (e *Env) Backends() []string {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	out := make([]string, 0, len(e.backends))
-	for n := range e.backends {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(e.backends))
 }

@@ -62,13 +62,14 @@ and the flags given override it.`,
 
 // copyConfig builds the route from --config and the flags, flags winning.
 func (a *app) copyConfig(cmd *cobra.Command, f *copyFlags) (*bridge.Config, error) {
-	a.rememberSecrets(f.from, f.to, f.deadLetter)
+	a.rememberSecrets(bridge.Endpoint{URL: f.from}, bridge.Endpoint{URL: f.to}, bridge.Endpoint{URL: f.deadLetter})
 	cfg := &bridge.Config{}
 	if f.config != "" {
 		c, err := bridge.ParseConfigFile(f.config)
 		if err != nil {
 			return nil, err
 		}
+		a.rememberSecrets(c.Input, c.Output)
 		cfg = c
 	}
 	fl := cmd.Flags()

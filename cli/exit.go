@@ -47,12 +47,6 @@ func exitCode(err error, sig int) int {
 
 // oneLine flattens an error message so that it prints as one line, with
 // every known password replaced.
-func oneLine(err error, secrets []string) string {
-	msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
-	for _, s := range secrets {
-		if s != "" {
-			msg = strings.ReplaceAll(msg, s, "xxxxx")
-		}
-	}
-	return msg
+func oneLine(err error, redact func(string) string) string {
+	return redact(strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " "))
 }

@@ -7,12 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mqb-project/mqb/bridge/connectors/dirspool"
+
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mqb-project/mqb/bridge"
-	"github.com/mqb-project/mqb/core"
 	"github.com/mqb-project/mqb/core/option/schemadoc"
 )
 
@@ -67,9 +68,9 @@ func TestHelpShowsEveryDefault(t *testing.T) {
 // dir-spool field with its type, default and allowed values.
 func TestSpoolFieldsListsTheSchema(t *testing.T) {
 	out := runHelp(t, "spool", "fields")
-	page := schemadoc.Page{Schema: core.SpoolSchema, Allowed: schemadoc.SpoolAllowed}
+	page := schemadoc.Page{Schema: dirspool.Schema, Allowed: dirspool.Allowed}
 	lines := strings.Split(out, "\n")
-	for _, f := range core.SpoolSchema.Fields {
+	for _, f := range dirspool.Schema.Fields {
 		found := false
 		for _, line := range lines {
 			cols := strings.Fields(line)
@@ -82,7 +83,7 @@ func TestSpoolFieldsListsTheSchema(t *testing.T) {
 		assert.Contains(t, strings.Join(strings.Fields(out), " "), f.Doc, "mqb spool fields: the description of %s", f.Name)
 	}
 	js := runHelp(t, "spool", "fields", "--json")
-	for _, f := range core.SpoolSchema.Fields {
+	for _, f := range dirspool.Schema.Fields {
 		assert.Contains(t, js, `"name": "`+f.Name+`"`, "mqb spool fields --json")
 	}
 }

@@ -22,7 +22,7 @@ prints what is wrong and exits 2.`,
 			if err != nil {
 				return err
 			}
-			a.rememberSecrets(c.Input.URL, c.Output.URL)
+			a.rememberSecrets(c.Input, c.Output)
 			route, err := a.env.NewRoute(c)
 			if err != nil {
 				return &bridge.ConfigError{Where: args[0], Err: err}

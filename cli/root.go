@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -28,7 +27,7 @@ type app struct {
 
 	logLevel, logFormat string
 	logs                *switchWriter
-	secrets             []string // passwords seen in URLs, never printed
+	secrets             secretList // credentials seen in endpoints, never printed
 	signal              atomic.Int32
 }
 
@@ -66,7 +65,7 @@ func (a *app) run(ctx context.Context, args []string) int {
 		err = usage(err)
 	}
 	if err != nil {
-		fmt.Fprintf(a.stderr, "mqb: %s\n", oneLine(err, a.secrets))
+		fmt.Fprintf(a.stderr, "mqb: %s\n", oneLine(err, a.secrets.redact))
 	}
 	return exitCode(err, int(a.signal.Load()))
 }
@@ -116,21 +115,9 @@ func (a *app) setupLogging() error {
 	default:
 		return usage(fmt.Errorf("--log-format %q: valid formats are text, json", a.logFormat))
 	}
-	a.logger = slog.New(h)
+	a.logger = slog.New(&redactHandler{inner: h, redact: a.secrets.redact})
 	a.env.Logger = a.logger
 	return nil
-}
-
-// rememberSecrets notes the password of every URL among raws so that no
-// error message prints it.
-func (a *app) rememberSecrets(raws ...string) {
-	for _, raw := range raws {
-		if u, err := url.Parse(raw); err == nil && u.User != nil {
-			if p, ok := u.User.Password(); ok && p != "" {
-				a.secrets = append(a.secrets, p, url.QueryEscape(p), url.PathEscape(p))
-			}
-		}
-	}
 }
 
 // exactArgs is cobra.ExactArgs with a usage error naming what is expected.

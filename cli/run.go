@@ -29,7 +29,7 @@ dropzone, stdin, stdout, ...) whose fields are the options of its URL query.`,
 			if err != nil {
 				return err
 			}
-			a.rememberSecrets(c.Input.URL, c.Output.URL)
+			a.rememberSecrets(c.Input, c.Output)
 			route, err := a.env.NewRoute(c)
 			if err != nil {
 				return &bridge.ConfigError{Where: args[0], Err: err}

@@ -36,36 +36,36 @@ other naming, sharding or extension options than the defaults:
 }
 
 // spoolOptions turns a SPOOL argument into spool options.
-func (a *app) spoolOptions(arg string) (core.Options, error) {
+func (a *app) spoolOptions(arg string) (dirspool.Config, error) {
 	if strings.Contains(arg, "://") {
-		a.rememberSecrets(arg)
+		a.rememberSecrets(bridge.Endpoint{URL: arg})
 		r, err := a.env.Resolve(bridge.Endpoint{URL: arg})
 		if err != nil {
-			return core.Options{}, err
+			return dirspool.Config{}, err
 		}
-		if r.Connector.Schema != core.SpoolSchema {
-			return core.Options{}, usage(fmt.Errorf("%s is not a directory spool (valid schemes: %s)", r.Display, strings.Join(core.SpoolSchemes, ", ")))
+		if r.Connector.Schema != dirspool.Schema {
+			return dirspool.Config{}, usage(fmt.Errorf("%s is not a directory spool (valid schemes: %s)", r.Display, strings.Join(core.SpoolSchemes, ", ")))
 		}
-		o, err := dirspool.Options(a.env, r.Values)
+		o, err := dirspool.Decode(a.env, r.Values)
 		if err != nil {
-			return core.Options{}, &bridge.ConfigError{Where: r.Display, Err: err}
+			return dirspool.Config{}, &bridge.ConfigError{Where: r.Display, Err: err}
 		}
 		return o, nil
 	}
 	if !filepath.IsAbs(arg) {
 		abs, _ := filepath.Abs(arg)
-		return core.Options{}, usage(fmt.Errorf("spool path %q is relative: give an absolute path such as %s", arg, abs))
+		return dirspool.Config{}, usage(fmt.Errorf("spool path %q is relative: give an absolute path such as %s", arg, abs))
 	}
-	return core.DefaultOptions(filepath.Clean(arg)), nil
+	return dirspool.DefaultConfig(filepath.Clean(arg)), nil
 }
 
 // openSpool opens the filesystem of a SPOOL argument for reading.
-func (a *app) openSpool(arg string) (core.Options, core.FS, func() error, error) {
+func (a *app) openSpool(arg string) (dirspool.Config, core.FS, func() error, error) {
 	o, err := a.spoolOptions(arg)
 	if err != nil {
 		return o, nil, nil, err
 	}
-	fsys, release, err := a.env.OpenSpoolFS(o, false)
+	fsys, release, err := o.OpenFS(a.env, false)
 	if err != nil {
 		return o, nil, nil, err
 	}

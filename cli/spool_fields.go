@@ -1,9 +1,9 @@
 package cli
 
 import (
+	"github.com/mqb-project/mqb/bridge/connectors/dirspool"
 	"github.com/spf13/cobra"
 
-	"github.com/mqb-project/mqb/core"
 	"github.com/mqb-project/mqb/core/option/schemadoc"
 )
 
@@ -33,10 +33,10 @@ table.`,
   mqb spool fields --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			page := schemadoc.Page{Schema: core.SpoolSchema, Allowed: schemadoc.SpoolAllowed}
+			page := schemadoc.Page{Schema: dirspool.Schema, Allowed: dirspool.Allowed}
 			if asJSON {
-				out := make([]fieldInfo, 0, len(core.SpoolSchema.Fields))
-				for _, f := range core.SpoolSchema.Fields {
+				out := make([]fieldInfo, 0, len(dirspool.Schema.Fields))
+				for _, f := range dirspool.Schema.Fields {
 					out = append(out, fieldInfo{Name: f.Name, Type: string(f.Type), Default: f.Default, Required: f.Required,
 						Allowed: page.AllowedText(f), Enum: f.Enum, Doc: f.Doc})
 				}

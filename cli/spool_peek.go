@@ -45,7 +45,7 @@ with --json, as a string when they are UTF-8 and in base64 otherwise.`,
 			}
 			defer release()
 			o.DrainOnRead, o.ExitWhenEmpty, o.StopOnDone = false, true, false
-			c, err := core.OpenConsumer(fsys, o)
+			c, err := core.OpenConsumer(fsys, o.Options)
 			if err != nil {
 				return err
 			}

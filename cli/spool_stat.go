@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mqb-project/mqb/bench/benchrun"
+	"github.com/mqb-project/mqb/bridge/connectors/dirspool"
 	"github.com/mqb-project/mqb/core"
 )
 
@@ -90,8 +91,8 @@ and whether that process is still alive, and the DONE sentinel's record.`,
 	return cmd
 }
 
-func spoolStat(fsys core.FS, o core.Options) (*statReport, error) {
-	st, err := core.Scan(fsys, o)
+func spoolStat(fsys core.FS, o dirspool.Config) (*statReport, error) {
+	st, err := core.Scan(fsys, o.Options)
 	if err != nil {
 		return nil, fmt.Errorf("spool %s: scan: %w", o.Path, err)
 	}
@@ -103,7 +104,7 @@ func spoolStat(fsys core.FS, o core.Options) (*statReport, error) {
 		}
 		return ci
 	}
-	sv, err := core.SurveyLayout(fsys, o)
+	sv, err := core.SurveyLayout(fsys, o.Options)
 	if err != nil {
 		return nil, fmt.Errorf("spool %s: check layout: %w", o.Path, err)
 	}
@@ -137,7 +138,7 @@ func spoolStat(fsys core.FS, o core.Options) (*statReport, error) {
 			o.Bounds = *h.Bounds
 		}
 	}
-	rep.Bounds = statBounds(o, st)
+	rep.Bounds = statBounds(o.Options, st)
 	done, err := core.ReadDone(fsys)
 	var pathErr *fs.PathError
 	switch {

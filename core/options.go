@@ -1,7 +1,7 @@
 package core
 
 import (
-	"io/fs"
+	"cmp"
 	"net/url"
 	"slices"
 	"time"
@@ -68,8 +68,11 @@ func enum[T ~string](values []T) []string {
 	return out
 }
 
-// SpoolSchema is the option table of the directory spool. Every field has the
-// same name as a URL query parameter and under dir_spool: in YAML.
+// SpoolSchema is the option table of the directory spool protocol: the
+// fields core reads. Every field has the same name as a URL query parameter
+// and under dir_spool: in YAML. The dir_spool connector adds the fields that
+// choose and configure the filesystem (backend, file_mode, dir_mode; see
+// bridge.BackendFields), which core never reads.
 var SpoolSchema = &option.Schema{
 	Name: "dir_spool",
 	Fields: []option.Field{
@@ -109,12 +112,6 @@ var SpoolSchema = &option.Schema{
 			Doc: "Free space a producer leaves on the spool's filesystem, such as 1GiB, so that a stalled consumer never fills the disk for everyone else. 0 (the default): no limit."},
 		{Name: "when_full", Type: option.TypeEnum, Default: string(WhenFullBlock), Enum: WhenFullValues,
 			Doc: "What a producer does with a message that does not fit the bounds above: block (wait for the consumer, so the source stops reading and acknowledging), fail (stop with an error), or drop_newest (drop it, count it in mqb_spool_dropped_total and log it)."},
-		{Name: "backend", Type: option.TypeString, Default: "os",
-			Doc: "Filesystem backend: os (the real filesystem), memfs (in-process memory), or a name registered by a library user."},
-		{Name: "file_mode", Type: option.TypeFileMode, Default: "0600",
-			Doc: "Permission bits of files the spool creates (os backend)."},
-		{Name: "dir_mode", Type: option.TypeFileMode, Default: "0700",
-			Doc: "Permission bits of directories the spool creates (os backend)."},
 	},
 }
 
@@ -136,9 +133,6 @@ type Options struct {
 	Claims        bool
 	BadSidecar    BadSidecar
 	PollInterval  time.Duration
-	Backend       string
-	FileMode      fs.FileMode
-	DirMode       fs.FileMode
 	// Bounds limit what a producer lets the spool hold (max_messages,
 	// max_bytes, min_free_bytes, when_full). Consumers ignore them.
 	Bounds Bounds
@@ -180,9 +174,6 @@ func OptionsFromValues(v *option.Values) (Options, error) {
 		Claims:        v.Bool("claims"),
 		BadSidecar:    BadSidecar(v.String("bad_sidecar")),
 		PollInterval:  v.Duration("poll_interval"),
-		Backend:       v.String("backend"),
-		FileMode:      fs.FileMode(v.FileMode("file_mode")),
-		DirMode:       fs.FileMode(v.FileMode("dir_mode")),
 	}
 	b, err := boundsFromValues(v)
 	if err != nil {
@@ -192,10 +183,15 @@ func OptionsFromValues(v *option.Values) (Options, error) {
 	return o, o.Validate()
 }
 
-// Validate checks the combination of options.
+// Validate checks o as the option table checks a URL or YAML: every field
+// goes through SpoolSchema, so a value a URL refuses is refused here with
+// the same *option.Error, then the combination is checked.
 func (o Options) Validate() error {
 	if o.Path == "" {
 		return &option.Error{Field: "path", Msg: "is required"}
+	}
+	if _, err := SpoolSchema.DecodeMap(o.fields()); err != nil {
+		return err
 	}
 	if o.PollInterval <= 0 {
 		return &option.Error{Field: "poll_interval", Value: o.PollInterval.String(), Msg: "must be positive"}
@@ -205,6 +201,30 @@ func (o Options) Validate() error {
 	}
 	_, err := o.Layout()
 	return err
+}
+
+// fields returns o as the field map a URL or YAML would give.
+func (o Options) fields() map[string]any {
+	return map[string]any{
+		"path":               o.Path,
+		"naming_pattern":     o.NamingPattern,
+		"payload_extension":  o.PayloadExt,
+		"metadata_extension": o.MetadataExt,
+		"shard_depth":        o.ShardDepth,
+		"shard_width":        o.ShardWidth,
+		"fsync":              string(o.Fsync),
+		"atomic":             o.Atomic,
+		"emit_done":          string(o.EmitDone),
+		"stop_on_done":       o.StopOnDone,
+		"drain_on_read":      o.DrainOnRead,
+		"claims":             o.Claims,
+		"bad_sidecar":        string(o.BadSidecar),
+		"poll_interval":      o.PollInterval.String(),
+		"max_messages":       o.Bounds.MaxMessages,
+		"max_bytes":          o.Bounds.MaxBytes,
+		"min_free_bytes":     o.Bounds.MinFreeBytes,
+		"when_full":          string(cmp.Or(o.Bounds.WhenFull, WhenFullBlock)),
+	}
 }
 
 // Layout returns the naming layout the options describe.
@@ -235,25 +255,10 @@ func OptionsFromURL(u *url.URL) (Options, error) {
 	if !known {
 		return Options{}, &option.Error{Field: "scheme", Value: u.Scheme, Msg: "not a directory spool URL", Valid: SpoolSchemes}
 	}
-	if u.Host != "" {
-		return Options{}, &option.Error{Field: "path", Value: u.Host + u.Path,
-			Msg: "must be absolute: write three slashes, as in dir-spool:///var/spool/orders"}
+	m, err := option.FromURL(u, option.PathAbsolute, "/var/spool/orders")
+	if err != nil {
+		return Options{}, err
 	}
-	if u.Opaque != "" || u.Path == "" || u.Path[0] != '/' {
-		return Options{}, &option.Error{Field: "path", Value: u.Opaque + u.Path, Msg: "must be an absolute path, as in dir-spool:///var/spool/orders"}
-	}
-	q := u.Query()
-	if _, ok := q["path"]; ok {
-		return Options{}, &option.Error{Field: "path", Msg: "comes from the URL path, not a query parameter"}
-	}
-	m := make(map[string]any, len(q)+1)
-	for k, vs := range q {
-		if len(vs) > 1 {
-			return Options{}, &option.Error{Field: k, Msg: "given more than once"}
-		}
-		m[k] = vs[0]
-	}
-	m["path"] = u.Path
 	v, err := SpoolSchema.DecodeMap(m)
 	if err != nil {
 		return Options{}, err

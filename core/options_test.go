@@ -3,6 +3,7 @@ package core
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -20,7 +21,7 @@ func TestParseURLDefaults(t *testing.T) {
 		Path: "/var/spool/orders", NamingPattern: "{seq:09}", PayloadExt: ".bin", MetadataExt: ".json",
 		ShardDepth: 0, ShardWidth: 3, Fsync: FsyncChunk, Atomic: true, EmitDone: EmitNever,
 		DrainOnRead: true, Claims: true, BadSidecar: BadSidecarFail, PollInterval: 250 * time.Millisecond,
-		Backend: "os", FileMode: 0o600, DirMode: 0o700, Bounds: Bounds{WhenFull: WhenFullBlock},
+		Bounds: Bounds{WhenFull: WhenFullBlock},
 	}
 	if !reflect.DeepEqual(o, want) {
 		t.Fatalf("got %+v\nwant %+v", o, want)
@@ -54,12 +55,12 @@ func TestParseURLSeedExamples(t *testing.T) {
 }
 
 func TestURLAndMapAgree(t *testing.T) {
-	fromURL, err := ParseURL("dir-spool:///p?shard_depth=2&fsync=batch&atomic=false&poll_interval=1s&file_mode=0640")
+	fromURL, err := ParseURL("dir-spool:///p?shard_depth=2&fsync=batch&atomic=false&poll_interval=1s")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// As a YAML decoder hands it over: ints, bools, and 0640 read as an octal int.
-	v, err := SpoolSchema.DecodeMap(map[string]any{"path": "/p", "shard_depth": 2, "fsync": "batch", "atomic": false, "poll_interval": "1s", "file_mode": 0o640})
+	v, err := SpoolSchema.DecodeMap(map[string]any{"path": "/p", "shard_depth": 2, "fsync": "batch", "atomic": false, "poll_interval": "1s"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func TestBadOptions(t *testing.T) {
 		wantField string
 		wantText  string
 	}{
-		{"dir-spool:///p?shard_dept=2", "shard_dept", "valid: atomic, backend"},
+		{"dir-spool:///p?shard_dept=2", "shard_dept", "valid: atomic, bad_sidecar"},
 		{"dir-spool:///p?fsync=always", "fsync", "valid: none, batch, chunk"},
 		{"dir-spool:///p?shard_depth=two", "shard_depth", "whole number"},
 		{"dir-spool:///p?atomic=yes", "atomic", "true or false"},
@@ -89,7 +90,9 @@ func TestBadOptions(t *testing.T) {
 		{"dir-spool:///p?fsync=none&fsync=chunk", "fsync", "more than once"},
 		{"file:///p", "scheme", "dir-spool, spool, dirspool"},
 		{"dir-spool:///p?naming_pattern=x{seq:09}", "naming_pattern", "{seq:N}"},
-		{"dir-spool:///p?file_mode=0999", "file_mode", "octal"},
+		{"dir-spool:///p?poll_interval=-1s", "poll_interval", "duration"},
+		{"dir-spool:///p?fsync=%zz", "url", "% escape"},
+		{"dir-spool:///p?fsync=none;atomic=false", "url", "%3B"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.url, func(t *testing.T) {
@@ -155,26 +158,84 @@ func TestNewMessageID(t *testing.T) {
 	}
 }
 
-// Bounds set from Go are validated as they are from a URL.
-func TestBoundsValidate(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		b     Bounds
-		field string
+// TestStructOptionsRefusedLikeURL checks that Options built in Go are held
+// to the option table: OpenProducer and OpenConsumer refuse every value the
+// URL refuses, with the same error.
+func TestStructOptionsRefusedLikeURL(t *testing.T) {
+	tests := []struct {
+		query string
+		set   func(*Options)
 	}{
-		{"negative max_messages", Bounds{MaxMessages: -1}, "max_messages"},
-		{"negative max_bytes", Bounds{MaxBytes: -5}, "max_bytes"},
-		{"negative min_free_bytes", Bounds{MinFreeBytes: -5}, "min_free_bytes"},
-		{"unknown when_full", Bounds{MaxMessages: 1, WhenFull: "sometimes"}, "when_full"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			o := DefaultOptions("/spool")
-			o.Bounds = tc.b
-			_, err := OpenProducer(nil, o)
-			var oe *option.Error
-			if !errors.As(err, &oe) || oe.Field != tc.field {
-				t.Fatalf("OpenProducer = %v, want an option error for %s", err, tc.field)
+		{"fsync=sometimes", func(o *Options) { o.Fsync = "sometimes" }},
+		{"fsync=", func(o *Options) { o.Fsync = "" }},
+		{"emit_done=later", func(o *Options) { o.EmitDone = "later" }},
+		{"bad_sidecar=skip", func(o *Options) { o.BadSidecar = "skip" }},
+		{"shard_depth=19", func(o *Options) { o.ShardDepth = 19 }},
+		{"shard_depth=-1", func(o *Options) { o.ShardDepth = -1 }},
+		{"shard_width=0", func(o *Options) { o.ShardWidth = 0 }},
+		{"shard_width=19", func(o *Options) { o.ShardWidth = 19 }},
+		{"poll_interval=-1s", func(o *Options) { o.PollInterval = -time.Second }},
+		{"poll_interval=0s", func(o *Options) { o.PollInterval = 0 }},
+		{"naming_pattern=x{seq:09}", func(o *Options) { o.NamingPattern = "x{seq:09}" }},
+		{"payload_extension=bin", func(o *Options) { o.PayloadExt = "bin" }},
+		{"max_messages=-1", func(o *Options) { o.Bounds.MaxMessages = -1 }},
+		{"max_bytes=-5", func(o *Options) { o.Bounds.MaxBytes = -5 }},
+		{"when_full=sometimes", func(o *Options) { o.Bounds.WhenFull = "sometimes" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			_, want := ParseURL("dir-spool:///p?" + tt.query)
+			if want == nil {
+				t.Fatalf("the URL accepts %s", tt.query)
+			}
+			o := DefaultOptions("/p")
+			tt.set(&o)
+			if err := o.Validate(); err == nil || err.Error() != want.Error() {
+				t.Errorf("Validate: %v, want %v", err, want)
+			}
+			// Options are checked before the filesystem is touched, so no
+			// FS is needed: an accepted option would reach the nil FS.
+			if err := refusedBeforeFS(func() error { _, err := OpenProducer(nil, o); return err }); err == nil || err.Error() != want.Error() {
+				t.Errorf("OpenProducer: %v, want %v", err, want)
+			}
+			if err := refusedBeforeFS(func() error { _, err := OpenConsumer(nil, o); return err }); err == nil || err.Error() != want.Error() {
+				t.Errorf("OpenConsumer: %v, want %v", err, want)
 			}
 		})
 	}
+}
+
+// TestOptionsFieldsRoundTrip checks that Validate sees every field of the
+// table, each as Options holds it.
+func TestOptionsFieldsRoundTrip(t *testing.T) {
+	o, err := ParseURL("dir-spool:///p?naming_pattern={seq:06}x&payload_extension=.b&metadata_extension=&shard_depth=1&shard_width=2" +
+		"&fsync=none&atomic=false&emit_done=always&stop_on_done=true&drain_on_read=false&claims=false&bad_sidecar=deliver&poll_interval=3s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := o.fields()
+	for _, f := range SpoolSchema.Fields {
+		if _, ok := m[f.Name]; !ok {
+			t.Errorf("Options.fields misses %s: Validate would not check it", f.Name)
+		}
+	}
+	v, err := SpoolSchema.DecodeMap(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := OptionsFromValues(v)
+	if err != nil || !reflect.DeepEqual(back, o) {
+		t.Errorf("round trip: %+v, %v\nwant %+v", back, err, o)
+	}
+}
+
+// refusedBeforeFS runs open, which is given a nil FS, and turns the panic
+// of an open that got past its option checks into an error.
+func refusedBeforeFS(open func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("accepted the options and used the filesystem: %v", r)
+		}
+	}()
+	return open()
 }

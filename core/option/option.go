@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/url"
 	"slices"
 	"sort"
 	"strconv"
@@ -70,6 +69,7 @@ type Field struct {
 	Enum     []string // allowed values for TypeEnum
 	Min, Max int64    // bounds for TypeInt (Max 0 = no upper bound)
 	Required bool
+	Secret   bool   // a credential: its value is never printed
 	Doc      string // one or two sentences for the reference
 }
 
@@ -105,18 +105,6 @@ func (s *Schema) Names() []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-// DecodeQuery decodes a URL query. A name given twice is an error.
-func (s *Schema) DecodeQuery(q url.Values) (*Values, error) {
-	m := make(map[string]any, len(q))
-	for k, vs := range q {
-		if len(vs) > 1 {
-			return nil, &Error{Field: k, Msg: "given more than once"}
-		}
-		m[k] = vs[0]
-	}
-	return s.DecodeMap(m)
 }
 
 // DecodeMap decodes a map as YAML produces it: strings, ints, floats with
@@ -156,97 +144,127 @@ func (s *Schema) DecodeMap(m map[string]any) (*Values, error) {
 	return v, nil
 }
 
+// decode checks raw, as a URL or YAML gives it, against the field's type
+// and returns the value Values holds.
 func (f Field) decode(raw any) (any, error) {
-	text, isString := raw.(string)
-	bad := func(msg string) error {
-		return &Error{Field: f.Name, Value: fmt.Sprint(raw), Msg: msg, Valid: f.Enum}
+	dec, ok := decoders[f.Type]
+	if !ok {
+		return nil, f.bad(raw, "has an unsupported type")
 	}
-	switch f.Type {
-	case TypeSize:
-		return f.decodeSize(raw)
-	case TypeString:
-		if raw == nil {
-			return "", nil
-		}
-		if !isString {
-			return nil, bad("expects a string")
-		}
-		return text, nil
-	case TypeEnum:
-		if !isString {
-			return nil, bad("expects one of the listed values")
-		}
-		if !slices.Contains(f.Enum, text) {
-			return nil, bad("is not an allowed value")
-		}
-		return text, nil
-	case TypeBool:
-		switch x := raw.(type) {
-		case bool:
-			return x, nil
-		case string:
-			b, err := strconv.ParseBool(x)
-			if err != nil {
-				return nil, bad("expects true or false")
-			}
+	return dec(f, raw)
+}
+
+// bad returns the error for a value the field refuses.
+func (f Field) bad(raw any, msg string) error {
+	return &Error{Field: f.Name, Value: fmt.Sprint(raw), Msg: msg, Valid: f.Enum}
+}
+
+// decoders decode one field type each.
+var decoders = map[FieldType]func(f Field, raw any) (any, error){
+	TypeString:   decodeString,
+	TypeEnum:     decodeEnum,
+	TypeBool:     decodeBool,
+	TypeInt:      decodeInt,
+	TypeDuration: decodeDuration,
+	TypeFileMode: decodeFileMode,
+	TypeSize:     decodeSize,
+}
+
+func decodeString(f Field, raw any) (any, error) {
+	if raw == nil {
+		return "", nil
+	}
+	text, ok := raw.(string)
+	if !ok {
+		return nil, f.bad(raw, "expects a string")
+	}
+	return text, nil
+}
+
+func decodeEnum(f Field, raw any) (any, error) {
+	text, ok := raw.(string)
+	if !ok {
+		return nil, f.bad(raw, "expects one of the listed values")
+	}
+	if !slices.Contains(f.Enum, text) {
+		return nil, f.bad(raw, "is not an allowed value")
+	}
+	return text, nil
+}
+
+func decodeBool(f Field, raw any) (any, error) {
+	switch x := raw.(type) {
+	case bool:
+		return x, nil
+	case string:
+		if b, err := strconv.ParseBool(x); err == nil {
 			return b, nil
 		}
-		return nil, bad("expects true or false")
-	case TypeInt:
-		var n int64
-		switch x := raw.(type) {
-		case int:
-			n = int64(x)
-		case int64:
-			n = x
-		case uint64:
-			if x > math.MaxInt64 {
-				return nil, bad("is too large")
-			}
-			n = int64(x)
-		case float64:
-			if x != math.Trunc(x) || math.Abs(x) > 1<<53 {
-				return nil, bad("expects a whole number")
-			}
-			n = int64(x)
-		case string:
-			var err error
-			if n, err = strconv.ParseInt(strings.TrimSpace(x), 10, 64); err != nil {
-				return nil, bad("expects a whole number")
-			}
-		default:
-			return nil, bad("expects a whole number")
-		}
-		if n < f.Min || (f.Max != 0 && n > f.Max) {
-			if f.Max != 0 {
-				return nil, bad(fmt.Sprintf("must be from %d to %d", f.Min, f.Max))
-			}
-			return nil, bad(fmt.Sprintf("must be at least %d", f.Min))
-		}
-		return int(n), nil
-	case TypeDuration:
-		if !isString {
-			return nil, bad("expects a duration such as 250ms or 2s")
-		}
-		d, err := time.ParseDuration(text)
-		if err != nil || d < 0 {
-			return nil, bad("expects a duration such as 250ms or 2s")
-		}
-		return d, nil
-	case TypeFileMode:
-		if n, ok := raw.(int); ok { // YAML reads 0600 as the octal number 384
-			raw, text, isString = strconv.FormatInt(int64(n), 8), strconv.FormatInt(int64(n), 8), true
-		}
-		if !isString {
-			return nil, bad("expects an octal mode such as 0600")
-		}
-		m, err := strconv.ParseUint(text, 8, 32)
-		if err != nil || m > 0o777 {
-			return nil, bad("expects an octal mode such as 0600")
-		}
-		return uint32(m), nil
 	}
-	return nil, bad("has an unsupported type")
+	return nil, f.bad(raw, "expects true or false")
+}
+
+func decodeInt(f Field, raw any) (any, error) {
+	n, msg := wholeNumber(raw)
+	if msg != "" {
+		return nil, f.bad(raw, msg)
+	}
+	if n < f.Min || (f.Max != 0 && n > f.Max) {
+		if f.Max != 0 {
+			return nil, f.bad(raw, fmt.Sprintf("must be from %d to %d", f.Min, f.Max))
+		}
+		return nil, f.bad(raw, fmt.Sprintf("must be at least %d", f.Min))
+	}
+	return int(n), nil
+}
+
+// wholeNumber reads an integer as YAML (int, uint64, float64 with an
+// integral value) or a URL (text) gives it; msg says what is wrong.
+func wholeNumber(raw any) (n int64, msg string) {
+	switch x := raw.(type) {
+	case int:
+		return int64(x), ""
+	case int64:
+		return x, ""
+	case uint64:
+		if x > math.MaxInt64 {
+			return 0, "is too large"
+		}
+		return int64(x), ""
+	case float64:
+		if x != math.Trunc(x) || math.Abs(x) > 1<<53 {
+			return 0, "expects a whole number"
+		}
+		return int64(x), ""
+	case string:
+		n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
+		if err != nil {
+			return 0, "expects a whole number"
+		}
+		return n, ""
+	}
+	return 0, "expects a whole number"
+}
+
+func decodeDuration(f Field, raw any) (any, error) {
+	text, ok := raw.(string)
+	d, err := time.ParseDuration(text)
+	if !ok || err != nil || d < 0 {
+		return nil, f.bad(raw, "expects a duration such as 250ms or 2s")
+	}
+	return d, nil
+}
+
+func decodeFileMode(f Field, raw any) (any, error) {
+	if n, ok := raw.(int); ok { // YAML reads 0600 as the octal number 384
+		raw = strconv.FormatInt(int64(n), 8)
+	}
+	text, ok := raw.(string)
+	m, err := strconv.ParseUint(text, 8, 32)
+	if !ok || err != nil || m > 0o777 {
+		return nil, f.bad(raw, "expects an octal mode such as 0600")
+	}
+	return uint32(m), nil
 }
 
 // String returns a string or enum field.

@@ -36,7 +36,7 @@ func ParseSize(s string) (int64, error) {
 	return n * unit, nil
 }
 
-func (f Field) decodeSize(raw any) (any, error) {
+func decodeSize(f Field, raw any) (any, error) {
 	var n int64
 	var err error
 	switch x := raw.(type) {

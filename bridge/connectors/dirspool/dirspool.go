@@ -4,7 +4,7 @@
 //	dir-spool:///var/spool/orders?emit_done=success   (aliases spool://, dirspool://)
 //	dir_spool: {path: /var/spool/orders, emit_done: success}
 //
-// Its options are core.SpoolSchema. As a source it is a core.Consumer: it
+// Its options are Schema: core.SpoolSchema plus bridge.BackendFields. As a source it is a core.Consumer: it
 // holds the CONSUMER claim while draining, deletes a chunk only when the
 // route acknowledges it, ends when the route drains and the spool is empty
 // or, with stop_on_done, when the producer's DONE sentinel is there and
@@ -17,10 +17,10 @@ package dirspool
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -34,9 +34,9 @@ import (
 // dirspool; YAML key dir_spool) to env.
 func Register(env *bridge.Env) {
 	env.Register(&bridge.Connector{
-		Name:      core.SpoolSchema.Name,
+		Name:      Schema.Name,
 		Schemes:   core.SpoolSchemes,
-		Schema:    core.SpoolSchema,
+		Schema:    Schema,
 		URLFields: urlFields,
 		NewSource: NewSource,
 		NewTarget: NewTarget,
@@ -46,34 +46,71 @@ func Register(env *bridge.Env) {
 func init() { Register(bridge.DefaultEnv) }
 
 func urlFields(u *url.URL) (map[string]any, error) {
-	if u.Host != "" {
-		return nil, &option.Error{Field: "path", Value: u.Host + u.Path,
-			Msg: fmt.Sprintf("must be absolute: write three slashes, as in %s:///var/spool/orders", u.Scheme)}
-	}
-	if u.Opaque != "" || u.Path == "" || u.Path[0] != '/' {
-		return nil, &option.Error{Field: "path", Value: u.Opaque + u.Path,
-			Msg: fmt.Sprintf("must be an absolute path, as in %s:///var/spool/orders", u.Scheme)}
-	}
-	return bridge.PathFields(u)
+	return option.FromURL(u, option.PathAbsolute, "/var/spool/orders")
 }
 
-// Options decodes and checks the spool options of an endpoint: the core
-// validation plus an absolute path and a registered backend.
-func Options(env *bridge.Env, v *option.Values) (core.Options, error) {
-	o, err := core.OptionsFromValues(v)
+// Schema is the option table of the connector: the protocol options of
+// core.SpoolSchema, then the filesystem options of bridge.BackendFields.
+var Schema = &option.Schema{
+	Name:   core.SpoolSchema.Name,
+	Fields: slices.Concat(core.SpoolSchema.Fields, bridge.BackendFields),
+}
+
+// Allowed describes, in Markdown, the allowed values of the connector's
+// string fields, whose type alone says too little. The reference
+// page and `mqb spool fields` show it; TestReferencePage checks the
+// edges with settings that must be refused.
+var Allowed = map[string]string{
+	"path":               "an absolute directory path",
+	"naming_pattern":     "`{seq:N}`, N from 1 to 19, then optional text without `/`, `\\`, `{`, `}` or `..`",
+	"payload_extension":  "a suffix such as `.bin`: a dot and a name, not ending in `.tmp`",
+	"metadata_extension": "empty (no sidecars), or a suffix such as `.json`: a dot and a name, not ending in `.tmp`; neither extension may end with the other",
+	"backend":            "`os`, `memfs`, or a name a library user registered",
+	"max_messages":       "1 or more; unset (0) for no limit",
+	"max_bytes":          "1 or more bytes, with an optional unit: `B`, `kB`, `MB`, `GB`, `TB`, `KiB`, `MiB`, `GiB`, `TiB`; unset (0) for no limit",
+	"min_free_bytes":     "as max_bytes",
+}
+
+// Config is a decoded dir_spool endpoint: what core reads, and what picks
+// and configures its filesystem.
+type Config struct {
+	core.Options
+	bridge.BackendOptions
+}
+
+// DefaultConfig returns the defaults of every field for the spool at path.
+func DefaultConfig(path string) Config {
+	v, err := Schema.DecodeMap(map[string]any{"path": path})
 	if err != nil {
-		return o, err
+		panic(err)
 	}
-	if !filepath.IsAbs(o.Path) {
-		return o, &option.Error{Field: "path", Value: o.Path, Msg: "must be an absolute path, such as /var/spool/orders"}
+	return Config{Options: core.DefaultOptions(path), BackendOptions: bridge.BackendOptionsFromValues(v)}
+}
+
+// Decode decodes and checks the options of an endpoint: the core
+// validation plus an absolute path and a registered backend.
+func Decode(env *bridge.Env, v *option.Values) (Config, error) {
+	o, err := core.OptionsFromValues(v)
+	c := Config{Options: o, BackendOptions: bridge.BackendOptionsFromValues(v)}
+	if err != nil {
+		return c, err
 	}
-	o.Path = filepath.Clean(o.Path)
-	return o, env.CheckBackend(o.Backend)
+	if !filepath.IsAbs(c.Path) {
+		return c, &option.Error{Field: "path", Value: c.Path, Msg: "must be an absolute path, such as /var/spool/orders"}
+	}
+	c.Path = filepath.Clean(c.Path)
+	return c, env.CheckBackend(c.Backend)
+}
+
+// OpenFS opens the filesystem of the spool c describes (see
+// bridge.Env.OpenSpoolFS).
+func (c Config) OpenFS(env *bridge.Env, create bool) (core.FS, func() error, error) {
+	return env.OpenSpoolFS(c.Path, c.BackendOptions, create)
 }
 
 // NewSource returns a spool consumer as a source.
 func NewSource(env *bridge.Env, v *option.Values) (bridge.Source, error) {
-	o, err := Options(env, v)
+	o, err := Decode(env, v)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +121,7 @@ func NewSource(env *bridge.Env, v *option.Values) (bridge.Source, error) {
 // bridge.BacklogReporter.
 type Source struct {
 	env     *bridge.Env
-	opts    core.Options
+	opts    Config
 	fsys    core.FS
 	release func() error
 	c       *core.Consumer
@@ -98,6 +135,7 @@ type Source struct {
 var (
 	_ bridge.Source          = (*Source)(nil)
 	_ bridge.Drainer         = (*Source)(nil)
+	_ bridge.Placed          = (*Source)(nil)
 	_ bridge.Progresser      = (*Source)(nil)
 	_ bridge.BacklogReporter = (*Source)(nil)
 
@@ -114,7 +152,7 @@ func (s *Source) Connect(ctx context.Context) error {
 	var err error
 	logged := false
 	for {
-		s.fsys, s.release, err = s.env.OpenSpoolFS(s.opts, false)
+		s.fsys, s.release, err = s.opts.OpenFS(s.env, false)
 		if err == nil || !errors.Is(err, fs.ErrNotExist) || s.opts.ExitWhenEmpty {
 			break
 		}
@@ -131,14 +169,14 @@ func (s *Source) Connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.c, err = core.OpenConsumer(s.fsys, s.opts)
+	s.c, err = core.OpenConsumer(s.fsys, s.opts.Options)
 	if err != nil {
 		s.release()
 		return err
 	}
 	s.c.SetLogger(s.env.Logger)
 	if s.opts.ExitWhenEmpty {
-		if st, err := core.Scan(s.fsys, s.opts); err == nil {
+		if st, err := core.Scan(s.fsys, s.opts.Options); err == nil {
 			s.total = int64(st.Chunks)
 		}
 	} else {
@@ -191,14 +229,17 @@ func (s *Source) Progress() (done, total int64, unit string) {
 }
 
 // Backlog counts the chunks in the spool.
-func (s *Source) Backlog() (int64, error) { return backlog(s.fsys, s.opts) }
+func (s *Source) Backlog() (int64, error) { return backlog(s.fsys, s.opts.Options) }
 
 // UnexpectedFiles counts the files with the payload extension that fit no
 // chunk name, which the spool's consumers never deliver.
-func (s *Source) UnexpectedFiles() (int64, error) { return unexpected(s.fsys, s.opts) }
+func (s *Source) UnexpectedFiles() (int64, error) { return unexpected(s.fsys, s.opts.Options) }
 
 // SpoolPath returns the spool directory.
 func (s *Source) SpoolPath() string { return s.opts.Path }
+
+// Place returns the spool directory and its backend (see bridge.Placed).
+func (s *Source) Place() (string, string) { return s.opts.place() }
 
 // Close releases the CONSUMER claim; unacknowledged chunks stay on disk.
 func (s *Source) Close(ctx context.Context) error {
@@ -233,7 +274,7 @@ func unexpected(fsys core.FS, o core.Options) (int64, error) {
 
 // NewTarget returns a spool producer as a target.
 func NewTarget(env *bridge.Env, v *option.Values) (bridge.Target, error) {
-	o, err := Options(env, v)
+	o, err := Decode(env, v)
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +284,7 @@ func NewTarget(env *bridge.Env, v *option.Values) (bridge.Target, error) {
 // Target writes a spool. It implements bridge.BacklogReporter.
 type Target struct {
 	env     *bridge.Env
-	opts    core.Options
+	opts    Config
 	fsys    core.FS
 	release func() error
 	p       *core.Producer
@@ -260,6 +301,7 @@ var (
 	_ bridge.BacklogReporter = (*Target)(nil)
 	_ bridge.HeldIDLister    = (*Target)(nil)
 	_ bridge.BoundedSpool    = (*Target)(nil)
+	_ bridge.Placed          = (*Target)(nil)
 
 	_ bridge.UnexpectedFilesReporter = (*Target)(nil)
 )
@@ -268,11 +310,11 @@ var (
 // claim and recovers the spool (see core.OpenProducer).
 func (t *Target) Connect(ctx context.Context) error {
 	var err error
-	t.fsys, t.release, err = t.env.OpenSpoolFS(t.opts, true)
+	t.fsys, t.release, err = t.opts.OpenFS(t.env, true)
 	if err != nil {
 		return err
 	}
-	t.p, err = core.OpenProducer(t.fsys, t.opts)
+	t.p, err = core.OpenProducer(t.fsys, t.opts.Options)
 	if err != nil {
 		t.release()
 		return err
@@ -286,7 +328,7 @@ func (t *Target) Connect(ctx context.Context) error {
 // HeldIDs returns the message ids of the chunks in the spool, so that a
 // route using the spool as its dead-letter target writes each message once.
 func (t *Target) HeldIDs(ctx context.Context) (map[string]bool, error) {
-	return core.MessageIDs(t.fsys, t.opts)
+	return core.MessageIDs(t.fsys, t.opts.Options)
 }
 
 // Dropped counts the messages when_full=drop_newest dropped.
@@ -301,7 +343,7 @@ func (t *Target) SpoolBytes() (int64, error) {
 	if _, b, ok := t.p.Usage(); ok {
 		return b, nil
 	}
-	st, err := core.Scan(t.fsys, t.opts)
+	st, err := core.Scan(t.fsys, t.opts.Options)
 	if err != nil {
 		return 0, err
 	}
@@ -358,11 +400,21 @@ func (t *Target) Close(ctx context.Context, cause error) error {
 }
 
 // Backlog counts the chunks in the spool.
-func (t *Target) Backlog() (int64, error) { return backlog(t.fsys, t.opts) }
+func (t *Target) Backlog() (int64, error) { return backlog(t.fsys, t.opts.Options) }
 
 // UnexpectedFiles counts the files with the payload extension that fit no
 // chunk name, which the spool's consumers never deliver.
-func (t *Target) UnexpectedFiles() (int64, error) { return unexpected(t.fsys, t.opts) }
+func (t *Target) UnexpectedFiles() (int64, error) { return unexpected(t.fsys, t.opts.Options) }
 
 // SpoolPath returns the spool directory.
 func (t *Target) SpoolPath() string { return t.opts.Path }
+
+// Place returns the spool directory and its backend (see bridge.Placed).
+func (t *Target) Place() (string, string) { return t.opts.place() }
+
+func (c Config) place() (string, string) {
+	if c.Backend == "" {
+		return bridge.BackendOS, c.Path
+	}
+	return c.Backend, c.Path
+}

@@ -68,7 +68,7 @@ func TestRetryAfterDiskFullWritesNothingTwice(t *testing.T) {
 		t.Run(fsync, func(t *testing.T) {
 			e := env()
 			disk := &fullFS{FS: memfs.New(), files: -1}
-			e.RegisterBackend("full", func(core.Options, bool) (core.FS, error) { return disk, nil })
+			e.RegisterBackend("full", func(string, bridge.BackendOptions, bool) (core.FS, error) { return disk, nil })
 			ctx := context.Background()
 			tgt, _, err := e.NewTarget(bridge.Endpoint{URL: "dir-spool:///s?backend=full&fsync=" + fsync})
 			require.NoError(t, err)

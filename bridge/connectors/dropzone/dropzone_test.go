@@ -1,3 +1,5 @@
+//go:build unix
+
 package dropzone_test
 
 import (
@@ -10,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -247,4 +250,40 @@ func TestDropZoneRoundTrip(t *testing.T) {
 	got := &collect{}
 	require.NoError(t, runFrom(t, e, "dropzone://"+out+"?format=csv", got, 10))
 	assert.Equal(t, []string{`{"id":"1","sku":"A"}`, `{"id":"2","sku":"B"}`, `{"id":"3","sku":"C"}`}, got.payloads())
+}
+
+func TestTargetFileMode(t *testing.T) {
+	dir := t.TempDir()
+	umask := syscall.Umask(0)
+	syscall.Umask(umask)
+	tgt := newTarget(t, env(), "dropzone://"+dir+"?format=lines&roll_count=1&file_mode=0644")
+	require.NoError(t, tgt.WriteBatch(context.Background(), msgs("a")))
+	require.NoError(t, tgt.Close(context.Background(), nil))
+	vis, _ := listFiles(t, dir)
+	require.Len(t, vis, 1)
+	fi, err := os.Stat(filepath.Join(dir, vis[0]))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o644&^umask), fi.Mode().Perm(), "file_mode less the umask")
+
+	_, _, err = env().NewTarget(bridge.Endpoint{URL: "dropzone://" + dir + "?file_mode=0000"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `"file_mode"`)
+	assert.Contains(t, err.Error(), "0600")
+}
+
+func TestConnectNamesAMissingOrWrongDirectory(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "plain", "x\n")
+	cases := []struct{ path, want string }{
+		{filepath.Join(dir, "missing"), "directory does not exist"},
+		{filepath.Join(dir, "plain"), "not a directory"},
+	}
+	for _, c := range cases {
+		src, _, err := env().NewSource(bridge.Endpoint{URL: "dropzone://" + c.path})
+		require.NoError(t, err)
+		err = src.Connect(context.Background())
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), c.want)
+		assert.Contains(t, err.Error(), c.path)
+	}
 }

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
@@ -56,7 +57,7 @@ func Register(env *bridge.Env) {
 		Name:      "file",
 		Schemes:   []string{"file"},
 		Schema:    Schema,
-		URLFields: bridge.PathFields,
+		URLFields: func(u *url.URL) (map[string]any, error) { return option.FromURL(u, option.PathAbsolute, "/data/file") },
 		NewSource: NewSource,
 		NewTarget: NewTarget,
 	})

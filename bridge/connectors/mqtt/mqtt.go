@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -43,7 +42,7 @@ var Schema = &option.Schema{
 			Doc: "host:port of the broker (port 1883, or 8883 with tls, when omitted)."},
 		{Name: "tls", Type: option.TypeBool, Default: "false", Doc: "Connect with TLS (the mqtts:// scheme sets it)."},
 		{Name: "username", Type: option.TypeString, Doc: "User name (the URL's user info)."},
-		{Name: "password", Type: option.TypeString, Doc: "Password (the URL's user info). Never printed."},
+		{Name: "password", Type: option.TypeString, Secret: true, Doc: "Password (the URL's user info). Never printed."},
 		{Name: "topic", Type: option.TypeString, Required: true,
 			Doc: "Source: the topic filter to subscribe to (+ and # allowed). Target: the topic to publish to."},
 		{Name: "qos", Type: option.TypeInt, Default: "1", Min: 0, Max: 2,
@@ -77,7 +76,6 @@ var Connector = &bridge.Connector{
 	URLFields: urlFields,
 	NewSource: func(env *bridge.Env, v *option.Values) (bridge.Source, error) { return NewSource(env, v) },
 	NewTarget: func(env *bridge.Env, v *option.Values) (bridge.Target, error) { return NewTarget(env, v) },
-	Redact:    redact,
 }
 
 // Register adds the MQTT connector to env.
@@ -86,7 +84,7 @@ func Register(env *bridge.Env) { env.Register(Connector) }
 func init() { Register(bridge.DefaultEnv) }
 
 func urlFields(u *url.URL) (map[string]any, error) {
-	m, err := bridge.QueryFields(u)
+	m, err := option.FromURL(u, option.PathOwn, "")
 	if err != nil {
 		return nil, err
 	}
@@ -121,12 +119,6 @@ func urlFields(u *url.URL) (map[string]any, error) {
 		}
 	}
 	return m, nil
-}
-
-var queryPassword = regexp.MustCompile(`(?i)([?&]password=)[^&#]*`)
-
-func redact(u *url.URL) string {
-	return queryPassword.ReplaceAllString(u.Redacted(), "${1}xxxxx")
 }
 
 // config is the decoded options shared by source and target.

@@ -215,10 +215,14 @@ func TestURLFields(t *testing.T) {
 		})
 	}
 
-	u, _ := url.Parse("mqtt://user:hunter2@b:1883?topic=t&password=hunter3")
-	assert.Equal(t, "mqtt://user:xxxxx@b:1883?topic=t&password=xxxxx", redact(u))
+	r, err := env.Resolve(bridge.Endpoint{URL: "mqtt://user:hunter2@b:1883?topic=t"})
+	require.NoError(t, err)
+	assert.Equal(t, "mqtt://user:xxxxx@b:1883?topic=t", r.Display)
+	_, err = env.Resolve(bridge.Endpoint{URL: "mqtt://b:1883?topic=t&password=hunter3&qso=1"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "mqtt://b:1883?topic=t&password=xxxxx&qso=1")
 
-	_, err := NewTarget(env, resolve(t, env, "mqtt://b?topic=a/%23"))
+	_, err = NewTarget(env, resolve(t, env, "mqtt://b?topic=a/%23"))
 	require.ErrorIs(t, err, option.ErrInvalid)
 	_, err = NewSource(env, resolve(t, env, "mqtt://b?topic=a&ca_file=/x"))
 	require.ErrorIs(t, err, option.ErrInvalid)

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -32,8 +31,8 @@ var Schema = &option.Schema{
 		{Name: "servers", Type: option.TypeString, Required: true,
 			Doc: "Comma-separated host:port list of NATS servers (port 4222 when omitted)."},
 		{Name: "username", Type: option.TypeString, Doc: "User name (the URL's user info)."},
-		{Name: "password", Type: option.TypeString, Doc: "Password (the URL's user info). Never printed."},
-		{Name: "token", Type: option.TypeString, Doc: "Authentication token (a URL user info without password). Never printed."},
+		{Name: "password", Type: option.TypeString, Secret: true, Doc: "Password (the URL's user info). Never printed."},
+		{Name: "token", Type: option.TypeString, Secret: true, Doc: "Authentication token (a URL user info without password). Never printed."},
 		{Name: "creds_file", Type: option.TypeString, Doc: "NATS credentials file (user JWT and NKey seed)."},
 		{Name: "tls", Type: option.TypeBool, Default: "false", Doc: "Require TLS."},
 		{Name: "ca_file", Type: option.TypeString, Doc: "PEM file of the certificate authorities that sign the servers' certificates."},
@@ -81,7 +80,7 @@ var Connector = &bridge.Connector{
 	URLFields: urlFields,
 	NewSource: func(env *bridge.Env, v *option.Values) (bridge.Source, error) { return NewSource(env, v) },
 	NewTarget: func(env *bridge.Env, v *option.Values) (bridge.Target, error) { return NewTarget(env, v) },
-	Redact:    redact,
+	TokenUser: true,
 }
 
 // Register adds the NATS connector to env.
@@ -90,7 +89,7 @@ func Register(env *bridge.Env) { env.Register(Connector) }
 func init() { Register(bridge.DefaultEnv) }
 
 func urlFields(u *url.URL) (map[string]any, error) {
-	m, err := bridge.QueryFields(u)
+	m, err := option.FromURL(u, option.PathOwn, "")
 	if err != nil {
 		return nil, err
 	}
@@ -122,23 +121,6 @@ func urlFields(u *url.URL) (map[string]any, error) {
 		}
 	}
 	return m, nil
-}
-
-var querySecret = regexp.MustCompile(`(?i)([?&](?:password|token)=)[^&#]*`)
-
-func redact(u *url.URL) string {
-	r := *u
-	if r.User != nil {
-		if _, ok := r.User.Password(); !ok {
-			r.User = url.User("xxxxx") // a token
-		}
-	}
-	text := r.Redacted()
-	if r.Host == "" && r.Opaque == "" && r.Path == "" && r.User == nil {
-		// url.URL drops the // of nats://?servers=...; keep it as written.
-		text = strings.Replace(text, r.Scheme+":", r.Scheme+"://", 1)
-	}
-	return querySecret.ReplaceAllString(text, "${1}xxxxx")
 }
 
 // config is the decoded options shared by source and target.
@@ -273,14 +255,8 @@ func (c *config) where() string {
 
 // scrub removes secrets from an error's text.
 func (c *config) scrub(err error) error {
-	text := err.Error()
-	changed := false
-	for _, s := range c.secrets {
-		if s != "" && strings.Contains(text, s) {
-			text, changed = strings.ReplaceAll(text, s, "xxxxx"), true
-		}
-	}
-	if !changed {
+	text := bridge.Redact(err.Error(), c.secrets...)
+	if text == err.Error() {
 		return err
 	}
 	return &scrubbed{text: text, err: err}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -196,14 +195,17 @@ func TestURLFields(t *testing.T) {
 		})
 	}
 
-	u, _ := url.Parse("nats://s3cret@h:4222?subject=s")
-	assert.Equal(t, "nats://xxxxx@h:4222?subject=s", redact(u))
-	u, _ = url.Parse("nats://u:pw@h:4222?subject=s&token=tk")
-	assert.Equal(t, "nats://u:xxxxx@h:4222?subject=s&token=xxxxx", redact(u))
-	u, _ = url.Parse("nats://?servers=a:4222,b:4222&subject=s&password=pw&username=u")
-	assert.Equal(t, "nats://?servers=a:4222,b:4222&subject=s&password=xxxxx&username=u", redact(u), "a URL without host keeps its //")
+	r, err := env.Resolve(bridge.Endpoint{URL: "nats://s3cret@h:4222?subject=s"})
+	require.NoError(t, err)
+	assert.Equal(t, "nats://xxxxx@h:4222?subject=s", r.Display)
+	_, err = env.Resolve(bridge.Endpoint{URL: "nats://u:pw@h:4222?subject=s&token=tk&durabel=x"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "nats://u:xxxxx@h:4222?subject=s&token=xxxxx&durabel=x")
+	r, err = env.Resolve(bridge.Endpoint{URL: "nats://?servers=a:4222,b:4222&subject=s&password=pw&username=u"})
+	require.NoError(t, err)
+	assert.Equal(t, "nats://?servers=a:4222,b:4222&subject=s&password=xxxxx&username=u", r.Display, "a URL without host keeps its //")
 
-	_, err := NewSource(resolve(t, "nats://h?subject=s"))
+	_, err = NewSource(resolve(t, "nats://h?subject=s"))
 	require.ErrorIs(t, err, option.ErrInvalid)
 	assert.Contains(t, err.Error(), "durable")
 	_, err = NewTarget(resolve(t, "nats://h?subject=s.*"))

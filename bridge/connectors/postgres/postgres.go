@@ -2,9 +2,7 @@ package postgres
 
 import (
 	"net/url"
-	"regexp"
 	"sort"
-	"strings"
 
 	"github.com/mqb-project/mqb/core/option"
 
@@ -68,7 +66,6 @@ var Connector = &bridge.Connector{
 	Schema:    Schema,
 	URLFields: urlFields,
 	NewTarget: func(env *bridge.Env, v *option.Values) (bridge.Target, error) { return newTarget(env, v) },
-	Redact:    func(u *url.URL) string { return redactDSN(u.String()) },
 }
 
 // Register adds the PostgreSQL target to env.
@@ -78,22 +75,22 @@ func init() { Register(bridge.DefaultEnv) }
 
 // urlFields splits a postgres:// URL into mqb's options and the DSN.
 func urlFields(u *url.URL) (map[string]any, error) {
-	m := map[string]any{}
+	m, err := option.FromURL(u, option.PathOwn, "")
+	if err != nil {
+		return nil, err
+	}
 	keep := url.Values{}
-	for k, vs := range u.Query() {
-		if len(vs) > 1 {
-			return nil, &option.Error{Field: k, Msg: "given more than once"}
-		}
+	for k, v := range m {
 		switch {
 		case k == "dsn":
 			return nil, &option.Error{Field: k, Msg: "is the URL itself in URL form; give it only in YAML"}
 		case passthrough[k]:
-			keep.Set(k, vs[0])
+			keep.Set(k, v.(string))
+			delete(m, k)
 		default:
 			if _, ok := Schema.Field(k); !ok {
 				return nil, &option.Error{Field: k, Msg: "unknown postgres option", Valid: validURLNames()}
 			}
-			m[k] = vs[0]
 		}
 	}
 	d := *u
@@ -115,25 +112,4 @@ func validURLNames() []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-var (
-	kvPassword    = regexp.MustCompile(`(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
-	queryPassword = regexp.MustCompile(`(?i)([?&](?:password|sslpassword)=)[^&#]*`)
-)
-
-// redactDSN returns a connection string fit for logs: the password of a URL's
-// user info, a password query parameter and a password=... keyword are all
-// replaced by xxxxx.
-func redactDSN(dsn string) string {
-	if strings.Contains(dsn, "://") {
-		if u, err := url.Parse(dsn); err == nil {
-			dsn = u.Redacted()
-		} else if i, j := strings.Index(dsn, "://"), strings.LastIndex(dsn, "@"); j > i {
-			// Unparseable URL: drop the whole user info rather than guess.
-			dsn = dsn[:i+3] + "xxxxx" + dsn[j:]
-		}
-		return queryPassword.ReplaceAllString(dsn, "${1}xxxxx")
-	}
-	return kvPassword.ReplaceAllString(dsn, "${1}xxxxx")
 }

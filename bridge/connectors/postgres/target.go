@@ -62,7 +62,7 @@ func newTarget(env *bridge.Env, v *option.Values) (*Target, error) {
 	dsn := v.String("dsn")
 	t := &Target{
 		log:         env.Logger,
-		where:       redactDSN(dsn),
+		where:       bridge.Redact(dsn),
 		table:       v.String("table"),
 		payloadCol:  v.String("column"),
 		idCol:       v.String("id_column"),
@@ -98,14 +98,9 @@ func newTarget(env *bridge.Env, v *option.Values) (*Target, error) {
 
 // secretsOf lists the passwords that could appear in errors about dsn.
 func secretsOf(dsn string, cfg *pgx.ConnConfig) []string {
-	var s []string
+	s := bridge.FindSecrets(dsn)
 	if cfg != nil {
-		if cfg.Password != "" {
-			s = append(s, cfg.Password)
-		}
-	}
-	if m := kvPassword.FindStringSubmatch(dsn); m != nil {
-		s = append(s, strings.Trim(m[2], "'"))
+		s = append(s, cfg.Password)
 	}
 	return s
 }
@@ -114,11 +109,7 @@ func secretsOf(dsn string, cfg *pgx.ConnConfig) []string {
 // dropping repeated lines (pgx reports each attempt of a connection, and
 // sslmode=prefer makes two that fail alike).
 func scrub(text string, secrets []string) string {
-	for _, s := range secrets {
-		if len(s) > 0 {
-			text = strings.ReplaceAll(text, s, "xxxxx")
-		}
-	}
+	text = bridge.Redact(text, secrets...)
 	var lines []string
 	for _, l := range strings.Split(text, "\n") {
 		if l = strings.TrimSpace(l); l != "" && !slices.Contains(lines, l) {

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"sync"
 
@@ -47,11 +48,11 @@ var StdoutSchema = &option.Schema{
 func Register(env *bridge.Env) {
 	env.Register(&bridge.Connector{
 		Name: "stdin", Schemes: []string{"stdin"}, Schema: StdinSchema,
-		URLFields: bridge.NoPathFields, NewSource: NewSource,
+		URLFields: noPath, NewSource: NewSource,
 	})
 	env.Register(&bridge.Connector{
 		Name: "stdout", Schemes: []string{"stdout"}, Schema: StdoutSchema,
-		URLFields: bridge.NoPathFields, NewTarget: NewTarget,
+		URLFields: noPath, NewTarget: NewTarget,
 	})
 }
 
@@ -231,3 +232,5 @@ func (t *target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 }
 
 func (t *target) Close(ctx context.Context, cause error) error { return nil }
+
+func noPath(u *url.URL) (map[string]any, error) { return option.FromURL(u, option.PathNone, "") }

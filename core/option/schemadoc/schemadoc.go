@@ -3,8 +3,9 @@
 // text of `mqb spool fields`. Both come from the same table as the decoder,
 // so the documentation cannot drift from what the code accepts.
 //
-// The reference pages are checked by tests: core/reference_test.go for the
-// directory spool and bridge/reference_test.go for the other connectors.
+// The reference pages are checked by tests:
+// bridge/connectors/dirspool/reference_test.go for the directory spool and
+// bridge/reference_test.go for the other connectors.
 // Run them with -update to rewrite the generated part of a page.
 package schemadoc
 
@@ -235,21 +236,6 @@ func Splice(doc, generated string) (string, error) {
 		return "", fmt.Errorf("markers %q and %q not found in order", Begin, End)
 	}
 	return doc[:i+len(Begin)] + "\n\n" + strings.TrimSpace(generated) + "\n\n" + doc[j:], nil
-}
-
-// SpoolAllowed describes, in Markdown, the allowed values of the directory
-// spool's string fields, whose type alone says too little. The reference
-// page and `mqb spool fields` show it; core's TestReferencePage checks the
-// edges with settings that must be refused.
-var SpoolAllowed = map[string]string{
-	"path":               "an absolute directory path",
-	"naming_pattern":     "`{seq:N}`, N from 1 to 19, then optional text without `/`, `\\`, `{`, `}` or `..`",
-	"payload_extension":  "a suffix such as `.bin`: a dot and a name, not ending in `.tmp`",
-	"metadata_extension": "empty (no sidecars), or a suffix such as `.json`: a dot and a name, not ending in `.tmp`; neither extension may end with the other",
-	"backend":            "`os`, `memfs`, or a name a library user registered",
-	"max_messages":       "1 or more; unset (0) for no limit",
-	"max_bytes":          "1 or more bytes, with an optional unit: `B`, `kB`, `MB`, `GB`, `TB`, `KiB`, `MiB`, `GiB`, `TiB`; unset (0) for no limit",
-	"min_free_bytes":     "as max_bytes",
 }
 
 // AllowedText returns the allowed values of f as plain text: the page's

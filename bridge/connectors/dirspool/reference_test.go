@@ -1,4 +1,4 @@
-package core_test
+package dirspool_test
 
 import (
 	"errors"
@@ -9,18 +9,19 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mqb-project/mqb/bridge"
+	"github.com/mqb-project/mqb/bridge/connectors/dirspool"
 	"github.com/mqb-project/mqb/core/option"
 
-	"github.com/mqb-project/mqb/core"
 	"github.com/mqb-project/mqb/core/option/schemadoc"
 )
 
 // update rewrites the generated part of docs/reference/dir-spool.md:
 //
-//	go test ./core -run TestReferencePage -update
+//	go test ./bridge/connectors/dirspool -run TestReferencePage -update
 var update = flag.Bool("update", false, "rewrite the generated part of docs/reference/dir-spool.md")
 
-const referencePage = "../docs/reference/dir-spool.md"
+const referencePage = "../../../docs/reference/dir-spool.md"
 
 const exampleSpool = "/var/spool/orders"
 
@@ -91,37 +92,47 @@ func referenceURL(f option.Field, value string) string {
 	return spoolURL(f.Name + "=" + schemadoc.QueryValue(value))
 }
 
-func TestReferencePage(t *testing.T) {
-	page := schemadoc.Page{Schema: core.SpoolSchema, URL: referenceURL,
-		Examples: referenceExamples, Allowed: schemadoc.SpoolAllowed}
+// parseURL decodes a dir-spool URL as a route does.
+func parseURL(e *bridge.Env, u string) (dirspool.Config, error) {
+	r, err := e.Resolve(bridge.Endpoint{URL: u})
+	if err != nil {
+		return dirspool.Config{}, err
+	}
+	return dirspool.Decode(e, r.Values)
+}
 
-	for name := range schemadoc.SpoolAllowed {
-		if _, ok := core.SpoolSchema.Field(name); !ok {
-			t.Errorf("schemadoc.SpoolAllowed describes %q, which is not a field", name)
+func TestReferencePage(t *testing.T) {
+	e := env()
+	page := schemadoc.Page{Schema: dirspool.Schema, URL: referenceURL,
+		Examples: referenceExamples, Allowed: dirspool.Allowed}
+
+	for name := range dirspool.Allowed {
+		if _, ok := dirspool.Schema.Field(name); !ok {
+			t.Errorf("dirspool.Allowed describes %q, which is not a field", name)
 		}
 	}
 	for name := range referenceExamples {
-		if _, ok := core.SpoolSchema.Field(name); !ok {
+		if _, ok := dirspool.Schema.Field(name); !ok {
 			t.Errorf("referenceExamples sets %q, which is not a field", name)
 		}
 	}
 
 	// Every example must be accepted and mean what the page says.
-	for _, f := range core.SpoolSchema.Fields {
+	for _, f := range dirspool.Schema.Fields {
 		ex := page.Example(f)
 		u := referenceURL(f, ex)
-		fromURL, err := core.ParseURL(u)
+		fromURL, err := parseURL(e, u)
 		if err != nil {
 			t.Errorf("example for %s: %s: %v", f.Name, u, err)
 			continue
 		}
 		m := map[string]any{"path": exampleSpool, f.Name: ex}
-		v, err := core.SpoolSchema.DecodeMap(m)
+		v, err := dirspool.Schema.DecodeMap(m)
 		if err != nil {
 			t.Errorf("example for %s: %v", f.Name, err)
 			continue
 		}
-		fromMap, err := core.OptionsFromValues(v)
+		fromMap, err := dirspool.Decode(e, v)
 		if err != nil {
 			t.Errorf("example for %s: %v", f.Name, err)
 			continue
@@ -137,7 +148,7 @@ func TestReferencePage(t *testing.T) {
 	// Every refused setting must be refused, naming the field.
 	for _, r := range refusedSettings {
 		u := spoolURL(r.setting)
-		_, err := core.ParseURL(u)
+		_, err := parseURL(e, u)
 		var oe *option.Error
 		if !errors.As(err, &oe) || !errors.Is(err, option.ErrInvalid) {
 			t.Errorf("%s: err = %v, want an *option.Error", u, err)
@@ -146,7 +157,7 @@ func TestReferencePage(t *testing.T) {
 		if oe.Field != r.field {
 			t.Errorf("%s: error names %q, want %q: %v", u, oe.Field, r.field, err)
 		}
-		page.Refused = append(page.Refused, schemadoc.Refusal{Field: r.field, Setting: r.setting, Err: err.Error()})
+		page.Refused = append(page.Refused, schemadoc.Refusal{Field: r.field, Setting: r.setting, Err: oe.Error()})
 	}
 
 	checkPage(t, referencePage, schemadoc.Markdown(page))
@@ -174,7 +185,7 @@ func checkPage(t *testing.T, path, generated string) {
 		t.Logf("rewrote %s", path)
 		return
 	}
-	t.Errorf("%s is out of date with core.SpoolSchema; run: go test ./core -run TestReferencePage -update\nfirst difference:\n%s",
+	t.Errorf("%s is out of date with dirspool.Schema; run: go test ./bridge/connectors/dirspool -run TestReferencePage -update\nfirst difference:\n%s",
 		path, firstDiff(string(old), want))
 }
 
