@@ -11,6 +11,24 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// ScanDir calls fn for every entry of the directory name except "." and
+// "..", in the order the filesystem returns them, without holding the whole
+// listing: a consumer of a large flat backlog keeps only what it needs.
+// Types are as in ReadDir.
+func (f *FS) ScanDir(name string, fn func(name string, typ fs.FileMode)) error {
+	return f.do("readdir", name, func(rootfd int) error {
+		fd, err := f.openBeneath(rootfd, name, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		return scanDirents(fd, func(e string, typ fs.FileMode) error {
+			fn(e, typ)
+			return nil
+		})
+	}, name)
+}
+
 // Offsets in struct linux_dirent64, the same on every architecture:
 // u64 d_ino, s64 d_off, u16 d_reclen, u8 d_type, char d_name[].
 const (
@@ -23,13 +41,29 @@ const (
 // directories over and over.
 var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
-// readDirents reads every entry of the open directory fd with getdents64,
-// taking types from d_type and falling back to fstatat on filesystems that
-// do not fill it in. (os.File.ReadDir would lstat such entries by path,
-// outside the confined resolution.)
+// readDirents reads every entry of the open directory fd.
 func (f *FS) readDirents(fd int, dir string) ([]*dirEntry, error) {
 	var entries []*dirEntry
 	var block []dirEntry // entries are allocated many at a time
+	err := scanDirents(fd, func(name string, typ fs.FileMode) error {
+		if len(block) == cap(block) {
+			block = make([]dirEntry, 0, min(max(2*cap(block), 16), 512))
+		}
+		block = append(block, dirEntry{fsys: f, dir: dir, name: name, typ: typ})
+		entries = append(entries, &block[len(block)-1])
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return entries, nil
+}
+
+// scanDirents calls fn for every entry of the open directory fd with
+// getdents64, taking types from d_type and falling back to fstatat on
+// filesystems that do not fill it in. (os.File.ReadDir would lstat such
+// entries by path, outside the confined resolution.)
+func scanDirents(fd int, fn func(name string, typ fs.FileMode) error) error {
 	bufp := direntBufs.Get().(*[]byte)
 	defer direntBufs.Put(bufp)
 	buf := *bufp
@@ -39,16 +73,13 @@ func (f *FS) readDirents(fd int, dir string) ([]*dirEntry, error) {
 			n, err = unix.Getdents(fd, buf)
 			return err
 		})
-		if err != nil {
-			return nil, err
-		}
-		if n <= 0 {
-			return entries, nil
+		if err != nil || n <= 0 {
+			return err
 		}
 		for b := buf[:n]; len(b) >= direntName; {
 			reclen := int(binary.NativeEndian.Uint16(b[direntReclen:]))
 			if reclen < direntName || reclen > len(b) {
-				return nil, unix.EIO // a malformed record: never expected
+				return unix.EIO // a malformed record: never expected
 			}
 			typ, name := b[direntType], b[direntName:reclen]
 			b = b[reclen:]
@@ -58,24 +89,21 @@ func (f *FS) readDirents(fd int, dir string) ([]*dirEntry, error) {
 			if string(name) == "." || string(name) == ".." {
 				continue
 			}
-			if len(block) == cap(block) {
-				block = make([]dirEntry, 0, min(max(2*cap(block), 16), 512))
-			}
-			block = append(block, dirEntry{fsys: f, dir: dir, name: string(name)})
-			e := &block[len(block)-1]
+			e := string(name)
+			mode := direntModeType(typ)
 			if typ == unix.DT_UNKNOWN {
 				var st unix.Stat_t
-				if err := unix.Fstatat(fd, e.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				if err := unix.Fstatat(fd, e, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 					if err == unix.ENOENT {
 						continue // removed since getdents
 					}
-					return nil, err
+					return err
 				}
-				e.typ = modeType(st.Mode & unix.S_IFMT)
-			} else {
-				e.typ = direntModeType(typ)
+				mode = modeType(st.Mode & unix.S_IFMT)
 			}
-			entries = append(entries, e)
+			if err := fn(e, mode); err != nil {
+				return err
+			}
 		}
 	}
 }

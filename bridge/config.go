@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"reflect"
 	"regexp"
 	"sort"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/mqb-project/mqb/core/option"
 )
 
 // Config is a route as users write it in YAML:
@@ -45,6 +46,8 @@ type Config struct {
 	// MaxDeliveries is how many times a refused message is tried before it
 	// is dead-lettered (default 1).
 	MaxDeliveries int `yaml:"max_deliveries"`
+	// Pipeline holds the processors between input and output.
+	Pipeline PipelineConfig `yaml:"pipeline"`
 }
 
 // BatchConfig is the batching of a route: up to Size messages (default 100),
@@ -133,16 +136,19 @@ func (ep *Endpoint) UnmarshalYAML(n *yaml.Node) error {
 // ParseConfig reads a route from YAML, strictly: an unknown key, a value of
 // the wrong type or a second document is an error. The connectors and
 // their options are checked by Env.NewRoute, not here. Errors are
-// *ConfigError values with the YAML line.
-func ParseConfig(r io.Reader) (*Config, error) {
-	dec := yaml.NewDecoder(r)
+// *ConfigError values with the YAML line. Environment variables are
+// substituted as ParseConfigWith says.
+func ParseConfig(r io.Reader) (*Config, error) { return ParseConfigWith(r, ParseOptions{}) }
+
+func parseConfig(src []byte) (*Config, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(src))
 	dec.KnownFields(true)
 	var c Config
 	if err := dec.Decode(&c); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, &ConfigError{Err: errors.New("the configuration is empty: it needs input: and output:")}
 		}
-		return nil, &ConfigError{Err: yamlError(err)}
+		return nil, parseErr(src, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
@@ -172,7 +178,7 @@ var (
 )
 
 func init() {
-	for _, v := range []any{Config{}, BatchConfig{}, RetryConfig{}} {
+	for _, v := range []any{Config{}, BatchConfig{}, RetryConfig{}, PipelineConfig{}} {
 		t := reflect.TypeOf(v)
 		configTypes[t.String()] = t
 	}
@@ -186,7 +192,12 @@ func yamlError(err error) error {
 		for i, m := range te.Errors {
 			msgs[i] = unknownField.ReplaceAllStringFunc(m, func(s string) string {
 				g := unknownField.FindStringSubmatch(s)
-				return fmt.Sprintf("unknown key %q (valid: %s)", g[1], strings.Join(yamlKeys(configTypes[g[2]]), ", "))
+				keys := yamlKeys(configTypes[g[2]])
+				msg := fmt.Sprintf("unknown key %q (valid: %s)", g[1], strings.Join(keys, ", "))
+				if c := option.Closest(g[1], keys); c != "" {
+					msg += fmt.Sprintf("; did you mean %q?", c)
+				}
+				return msg
 			})
 		}
 		return errors.New(strings.Join(msgs, "; "))
@@ -252,7 +263,12 @@ func (e *Env) NewRoute(c *Config) (*Route, error) {
 		}
 		deadOut = rdl.Display
 	}
+	pipe, err := c.Pipeline.pipeline()
+	if err != nil {
+		return nil, err
+	}
 	return &Route{
+		Pipeline:         pipe,
 		DeadLetter:       dead,
 		DeadLetterOutput: deadOut,
 		MaxDeliveries:    c.MaxDeliveries,
@@ -304,15 +320,7 @@ func (e *Env) FromConfigFile(path string) (*Route, error) {
 
 // ParseConfigFile is ParseConfig on a file; errors start with its name.
 func ParseConfigFile(path string) (*Config, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, &ConfigError{Err: fmt.Errorf("read route file: %w", err)}
-	}
-	c, err := ParseConfig(bytes.NewReader(b))
-	if err != nil {
-		return nil, configErr(path, err)
-	}
-	return c, nil
+	return ParseConfigFileWith(path, ParseOptions{})
 }
 
 // FromConfig reads a route from YAML with the connectors of DefaultEnv.

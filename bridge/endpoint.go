@@ -66,7 +66,7 @@ func (e *Env) Resolve(ep Endpoint) (*Resolved, error) {
 		c, ok = e.ConnectorForScheme(ep.Connector)
 	}
 	if !ok {
-		return nil, &ConfigError{Err: unknownEndpoint(fmt.Sprintf("no connector named %q (valid: %s, or url)", ep.Connector, strings.Join(e.Names(), ", ")))}
+		return nil, &ConfigError{Err: unknownEndpoint(fmt.Sprintf("no connector named %q (valid: %s, or url)%s", ep.Connector, strings.Join(e.Names(), ", "), e.nameHint(ep.Connector)))}
 	}
 	fields := ep.Fields
 	if fields == nil {
@@ -84,14 +84,14 @@ func (e *Env) resolveURL(raw string) (*Resolved, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		// url.Parse quotes the whole URL in its error: do not leak a password.
-		return nil, &ConfigError{Err: fmt.Errorf("%q is not a valid URL", display)}
+		return nil, &ConfigError{Err: fmt.Errorf("%q is not a valid URL%s", display, e.schemeHint(raw))}
 	}
 	if u.Scheme == "" {
 		return nil, &ConfigError{Err: unknownEndpoint(fmt.Sprintf("%q has no scheme (valid: %s)", display, strings.Join(e.Schemes(), ", ")))}
 	}
 	c, ok := e.ConnectorForScheme(strings.ToLower(u.Scheme))
 	if !ok {
-		return nil, &ConfigError{Err: unknownEndpoint(fmt.Sprintf("unknown scheme %q in %s (valid: %s)", u.Scheme, display, strings.Join(e.Schemes(), ", ")))}
+		return nil, &ConfigError{Err: unknownEndpoint(fmt.Sprintf("unknown scheme %q in %s (valid: %s)%s", u.Scheme, display, strings.Join(e.Schemes(), ", "), e.schemeHint(raw)))}
 	}
 	if c.TokenUser && u.User != nil {
 		if _, ok := u.User.Password(); !ok {

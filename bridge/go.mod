@@ -4,12 +4,14 @@ go 1.26.0
 
 require (
 	github.com/eclipse/paho.mqtt.golang v1.5.1
+	github.com/itchyny/gojq v0.12.20
 	github.com/mqb-project/mqb/core v0.0.0
 	github.com/nats-io/nats.go v1.55.0
 )
 
 require (
 	github.com/gorilla/websocket v1.5.3 // indirect
+	github.com/itchyny/timefmt-go v0.1.9 // indirect
 	github.com/klauspost/compress v1.20.0 // indirect
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect

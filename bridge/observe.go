@@ -1,6 +1,10 @@
 package bridge
 
-import "time"
+import (
+	"time"
+
+	"github.com/mqb-project/mqb/core"
+)
 
 // Observer receives a route's events, for metrics and progress displays.
 // Its methods are called from the route's goroutine and must return quickly.
@@ -38,9 +42,8 @@ type Progresser interface {
 }
 
 // BacklogReporter is implemented by spool endpoints: Backlog returns the
-// number of chunks waiting in the spool right now, for the
-// mqb_spool_backlog gauge. It may scan the spool, so call it only when the
-// value is wanted.
+// number of chunks waiting in the spool right now. It may scan the spool,
+// so call it only when the value is wanted.
 type BacklogReporter interface {
 	Backlog() (chunks int64, err error)
 	// SpoolPath is the spool directory, to label the gauge.
@@ -50,21 +53,28 @@ type BacklogReporter interface {
 // BoundedSpool is implemented by a dir-spool target, for the metrics of its
 // bounds (max_messages, max_bytes, min_free_bytes, when_full).
 type BoundedSpool interface {
-	SpoolPath() string
+	// Bounded reports whether the spool has a bound.
+	Bounded() bool
 	// Dropped counts messages dropped because the spool was full.
 	Dropped() uint64
 	// FullWaits counts writes that waited for a consumer to make room.
 	FullWaits() uint64
-	// SpoolBytes is the bytes of the spool's chunk files.
-	SpoolBytes() (int64, error)
 }
 
-// UnexpectedFilesReporter is implemented by spool endpoints:
-// UnexpectedFiles returns the number of files with the payload extension
-// whose names fit no chunk of the spool's layout, which no consumer
-// delivers, for the mqb_spool_unexpected_files gauge. It scans the spool.
-type UnexpectedFilesReporter interface {
-	UnexpectedFiles() (int64, error)
+// SpoolStatter is implemented by spool endpoints: SpoolStats scans the
+// spool and counts what it holds, for the mqb_spool_* gauges. It reads
+// the whole spool, so call it only when the values are wanted.
+type SpoolStatter interface {
+	SpoolStats() (*core.Stats, error)
+	// SpoolPath is the spool directory, to label the gauges.
+	SpoolPath() string
+}
+
+// StartObserver is an Observer that also wants to know when the route
+// starts moving messages: Started is called once, after both ends are
+// connected.
+type StartObserver interface {
+	Started()
 }
 
 type nopObserver struct{}

@@ -94,6 +94,9 @@ type Route struct {
 	Logger *slog.Logger
 	// Observer receives the route's events; nil means none.
 	Observer Observer
+	// Pipeline reshapes messages between Source and Target; nil means
+	// none.
+	Pipeline *Pipeline
 
 	read, written, retried int64
 	// redo holds the ids of messages whose write failed, which the source
@@ -185,6 +188,9 @@ func (r *Route) Run(ctx context.Context) (err error) {
 		return errors.Join(err, r.Target.Close(sctx, err), r.Source.Close(sctx))
 	}
 	start := time.Now()
+	if s, ok := obs.(StartObserver); ok {
+		s.Started()
+	}
 	log.Info("route started", "input", r.Input, "output", r.Output, "batch_size", r.batchSize(), "batch_period", r.BatchPeriod, "drain", r.Drain)
 
 	runErr := r.loop(ctx, sctx, retry, log, obs)
@@ -335,10 +341,18 @@ func (r *Route) write(sctx context.Context, batch []*Message, acks []AckFunc, ob
 			m.Metadata = map[string]string{}
 		}
 	}
+	in := batch
+	if r.Pipeline != nil {
+		out, done, err := r.process(sctx, batch, acks, obs)
+		if done || err != nil {
+			return err // all dropped and acknowledged, or a processor failed
+		}
+		batch, bytes = out, payloadBytes(out) // n stays the count read and acknowledged
+	}
 	t0 := time.Now()
 	werr := r.deliver(sctx, batch)
 	if werr == nil {
-		obs.Sent(n, bytes, time.Since(t0))
+		obs.Sent(len(batch), bytes, time.Since(t0))
 		if err := settle(sctx, acks, nil); err != nil {
 			return Permanent(fmt.Errorf("acknowledge %d message(s) at %s: %w", n, r.Input, err))
 		}
@@ -347,7 +361,7 @@ func (r *Route) write(sctx context.Context, batch []*Message, acks []AckFunc, ob
 		return nil
 	}
 	obs.WriteFailed(n, werr)
-	r.failed(batch)
+	r.failed(in)
 	nerr := settle(sctx, acks, werr)
 	obs.Nacked(n)
 	werr = fmt.Errorf("write %d message(s) to %s: %w", n, r.Output, werr)

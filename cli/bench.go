@@ -25,6 +25,7 @@ type benchFlags struct {
 	count, rounds, handoffCount int
 	asJSON, handoff             bool
 	scalePayload                string
+	compare                     string
 }
 
 func (a *app) benchCommand() *cobra.Command {
@@ -53,7 +54,8 @@ wake-ups and with polling.`,
   mqb bench --dir /var/spool --fsync batch,chunk --batch-size 1,256 --size 1KiB,64KiB --json
   mqb bench --dir /mnt/fast --svg bench.svg
   mqb bench --dir /var/spool --scale 10000,100000
-  mqb bench --dir /var/spool --handoff`,
+  mqb bench --dir /var/spool --handoff
+  mqb bench --dir /var/spool --json > before.json; mqb bench --dir /var/spool --compare before.json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, &fl) },
 	}
@@ -79,6 +81,7 @@ func (fl *benchFlags) register(cmd *cobra.Command) {
 	f.StringVar(&fl.scalePayload, "scale-size", "1KiB", "payload size for --scale")
 	f.BoolVar(&fl.handoff, "handoff", false, "instead: measure producer-to-consumer hand-off latency, wake-ups versus polling")
 	f.IntVar(&fl.handoffCount, "handoff-count", 200, "messages for --handoff")
+	f.StringVar(&fl.compare, "compare", "", "also print each cell's change against an earlier run's --json report in this file (~ marks overlapping rounds: noise)")
 }
 
 // runBench runs the mode the flags select: --scale, --handoff or the
@@ -103,9 +106,17 @@ func runBench(cmd *cobra.Command, fl *benchFlags) error {
 	if err != nil {
 		return usage(err)
 	}
+	old, err := readOldReport(fl.compare)
+	if err != nil {
+		return usage(err)
+	}
 	cfg.Progress = benchProgress(errw)
 	rep, err := benchrun.Run(cmd.Context(), cfg)
 	if rep != nil && len(rep.Results) > 0 {
+		if old != nil {
+			c := benchrun.Compare(old, rep)
+			rep.Compare = &c
+		}
 		if werr := writeBenchReport(out, rep, fl.asJSON, fl.svgFile); werr != nil && err == nil {
 			err = werr
 		}
@@ -114,6 +125,23 @@ func runBench(cmd *cobra.Command, fl *benchFlags) error {
 		return fmt.Errorf("%w: %v (results so far are printed)", bridge.ErrInterrupted, err)
 	}
 	return err
+}
+
+// readOldReport reads the report --compare names; nil when it names none.
+func readOldReport(path string) (*benchrun.Report, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--compare: %w", err)
+	}
+	defer f.Close()
+	rep, err := benchrun.ReadReport(f)
+	if err != nil {
+		return nil, fmt.Errorf("--compare %s: %w", path, err)
+	}
+	return rep, nil
 }
 
 // config turns the throughput flags into a benchrun.Config, refusing what

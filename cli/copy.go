@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -17,6 +18,7 @@ type copyFlags struct {
 	config      string
 	deadLetter  string
 	maxDeliver  int
+	jq          []string
 	run         runFlags
 }
 
@@ -33,7 +35,8 @@ ends at its end anyway). With --config the route comes from a route file,
 and the flags given override it.`,
 		Example: `  mqb copy --drain --from 'file:///data/orders.jsonl?format=json' --to 'dir-spool:///var/spool/orders?emit_done=success'
   mqb copy --drain --from 'dir-spool:///var/spool/orders?stop_on_done=true' --to 'file:///data/out.jsonl?format=json'
-  mqb copy --from stdin:// --to 'dir-spool:///var/spool/telemetry?naming_pattern={seq:012}&shard_depth=2&shard_width=3'`,
+  mqb copy --from stdin:// --to 'dir-spool:///var/spool/telemetry?naming_pattern={seq:012}&shard_depth=2&shard_width=3'
+  mqb copy --drain --jq '.items[] | select(.qty > 0)' --from 'file:///data/batches.jsonl?format=json' --to stdout://`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := a.copyConfig(cmd, &f)
@@ -44,7 +47,7 @@ and the flags given override it.`,
 			if err != nil {
 				return err
 			}
-			return a.runRoute(cmd.Context(), route, &f.run)
+			return a.runRoute(cmd.Context(), "copy", "copy", cfg, route, &f.run)
 		},
 	}
 	fl := cmd.Flags()
@@ -53,10 +56,13 @@ and the flags given override it.`,
 	fl.BoolVar(&f.drain, "drain", false, "end once the source has nothing left instead of waiting for more")
 	fl.IntVar(&f.batchSize, "batch-size", bridge.DefaultBatchSize, "most messages per batch")
 	fl.DurationVar(&f.batchPeriod, "batch-period", 0, "how long a batch that is not full waits for more messages (0: no wait)")
-	fl.StringVar(&f.config, "config", "", "route file (YAML) to start from")
+	fl.StringArrayVar(&f.jq, "jq", nil, "reshape each JSON message with a jq program, after the route file's processors: each value it yields becomes a message, none drops it (repeatable), e.g. '.items[]'")
+	fl.StringVar(&f.config, "config", "", "route file (YAML) to start from; - reads it from standard input")
 	fl.StringVar(&f.deadLetter, "dead-letter", "", "endpoint URL that receives the messages --to refuses, with the error in their metadata; without it a refusal stops the route")
 	fl.IntVar(&f.maxDeliver, "max-deliveries", 1, "how many times a refused message is tried before it goes to --dead-letter")
 	f.run.register(cmd)
+	_ = cmd.RegisterFlagCompletionFunc("from", a.completeEndpoint)
+	_ = cmd.RegisterFlagCompletionFunc("to", a.completeEndpoint)
 	return cmd
 }
 
@@ -65,12 +71,14 @@ func (a *app) copyConfig(cmd *cobra.Command, f *copyFlags) (*bridge.Config, erro
 	a.rememberSecrets(bridge.Endpoint{URL: f.from}, bridge.Endpoint{URL: f.to}, bridge.Endpoint{URL: f.deadLetter})
 	cfg := &bridge.Config{}
 	if f.config != "" {
-		c, err := bridge.ParseConfigFile(f.config)
+		c, err := a.readConfig(f.config, f.run.sets)
 		if err != nil {
 			return nil, err
 		}
 		a.rememberSecrets(c.Input, c.Output)
 		cfg = c
+	} else if len(f.run.sets) > 0 {
+		return nil, usage(errors.New("--set overrides a key of the route file: it needs --config"))
 	}
 	fl := cmd.Flags()
 	if f.from != "" {
@@ -81,6 +89,13 @@ func (a *app) copyConfig(cmd *cobra.Command, f *copyFlags) (*bridge.Config, erro
 	}
 	if cfg.Input.URL == "" && cfg.Input.Connector == "" || cfg.Output.URL == "" && cfg.Output.Connector == "" {
 		return nil, usage(errNoRoute)
+	}
+	for _, prog := range f.jq {
+		j, err := bridge.NewJQ(prog)
+		if err != nil {
+			return nil, usage(fmt.Errorf("--jq: %w", err))
+		}
+		cfg.Pipeline.Processors = append(cfg.Pipeline.Processors, bridge.ProcessorConfig{Processor: j})
 	}
 	if fl.Changed("drain") {
 		cfg.Drain = f.drain

@@ -174,13 +174,13 @@ func TestUnexpectedFilesMetric(t *testing.T) {
 	spool := t.TempDir()
 	writeFile(t, filepath.Join(spool, "notes.bin"), "x")
 	writeFile(t, filepath.Join(spool, "000000001-copy.bin"), "x")
-	writeFile(t, filepath.Join(spool, "README"), "not counted: not the payload extension")
+	writeFile(t, filepath.Join(spool, "README"), "counted too: no chunk name")
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	ln.Close()
 	cp := start(t, "copy", "--metrics-addr", addr, "--from", "dir-spool://"+spool+"?poll_interval=20ms", "--to", "file://"+filepath.Join(t.TempDir(), "out"))
-	want := regexp.MustCompile(`(?m)^mqb_spool_unexpected_files\{role="input",spool="` + regexp.QuoteMeta(spool) + `"\} 2$`)
+	want := regexp.MustCompile(`(?m)^mqb_spool_unexpected_files\{connector="dir_spool",route="copy",spool="` + regexp.QuoteMeta(spool) + `"\} 3$`)
 	var body string
 	require.Eventually(t, func() bool {
 		resp, err := http.Get("http://" + addr + "/metrics")

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -583,34 +582,62 @@ func TestSpoolStatLsPeek(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
-	spool := t.TempDir()
+	spool := filepath.Join(t.TempDir(), "later") // made by the producer below
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	ln.Close()
-	cp := start(t, "copy", "--metrics-addr", addr, "--from", "dir-spool://"+spool+"?poll_interval=20ms", "--to", "file://"+filepath.Join(t.TempDir(), "out"))
-	ok(t, "1\n2\n3\n4\n5\n", "copy", "--from", "stdin://", "--to", "dir-spool://"+spool)
-	var body string
-	require.Eventually(t, func() bool {
-		resp, err := http.Get("http://" + addr + "/metrics")
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
 		if err != nil {
-			return false
+			return 0, err.Error()
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
-		body = string(b)
-		return regexp.MustCompile(`(?m)^output_sent 5$`).MatchString(body)
+		return resp.StatusCode, string(b)
+	}
+	cp := start(t, "copy", "--metrics-addr", addr, "--from", "dir-spool://"+spool+"?poll_interval=20ms", "--to", "file://"+filepath.Join(t.TempDir(), "out"))
+	require.Eventually(t, func() bool { code, _ := get("/ping"); return code == 200 }, 30*time.Second, 20*time.Millisecond)
+	code, body := get("/ready")
+	assert.Equal(t, 503, code, "not ready while the input waits for its spool: %s", body)
+	assert.Contains(t, get2(get("/metrics")), `mqb_route_up{route="copy"} 0`)
+
+	ok(t, "1\n2\n3\n4\n5\n", "copy", "--from", "stdin://", "--to", "dir-spool://"+spool)
+	require.Eventually(t, func() bool {
+		code, body = get("/metrics")
+		return strings.Contains(body, `mqb_input_acked_total{connector="dir_spool",route="copy"} 5`) // acked last
 	}, 30*time.Second, 20*time.Millisecond)
 	for _, want := range []string{
-		"input_received 5", "input_received_bytes 5", "output_sent_bytes 5", "output_error 0",
-		"mqb_acks 5", "mqb_nacks 0", "mqb_retries 0", "output_latency_ns_count", `mqb_spool_backlog{path="` + spool + `",role="input"} 0`,
+		`mqb_output_sent_total{connector="file",route="copy"} 5`,
+		`mqb_input_received_total{connector="dir_spool",route="copy"} 5`,
+		`mqb_input_received_bytes_total{connector="dir_spool",route="copy"} 5`,
+		`mqb_input_acked_total{connector="dir_spool",route="copy"} 5`,
+		`mqb_input_nacked_total{connector="dir_spool",route="copy"} 0`,
+		`mqb_output_sent_bytes_total{connector="file",route="copy"} 5`,
+		`mqb_output_errors_total{connector="file",route="copy"} 0`,
+		`mqb_output_retries_total{connector="file",route="copy"} 0`,
+		`mqb_output_batch_duration_seconds_bucket{connector="file",route="copy",le="0.0001"}`,
+		`mqb_output_batch_duration_seconds_count{connector="file",route="copy"}`,
+		`mqb_route_up{route="copy"} 1`,
+		`mqb_spool_backlog_messages{connector="dir_spool",route="copy",spool="` + spool + `"} 0`,
+		`mqb_spool_unexpected_files{connector="dir_spool",route="copy",spool="` + spool + `"} 0`,
+		"go_goroutines ", "process_open_fds ",
 	} {
 		assert.Contains(t, body, want)
 	}
-	assert.Regexp(t, `(?m)^output_batch_sent [1-5]$`, body)
+	assert.NotContains(t, body, "output_latency_ns", "the old nanosecond histogram is gone")
+	code, body = get("/ready")
+	assert.Equal(t, 200, code, body)
+
+	// A foreign file in the spool shows in the gauge.
+	writeFile(t, filepath.Join(spool, "notes.txt"), "x")
+	_, body = get("/metrics")
+	assert.Contains(t, body, `mqb_spool_unexpected_files{connector="dir_spool",route="copy",spool="`+spool+`"} 1`)
 	cp.signal(t, syscall.SIGTERM)
 	assert.Equal(t, 143, cp.wait(t))
 }
+
+func get2(_ int, body string) string { return body }
 
 func TestDropZoneRoute(t *testing.T) {
 	dir := t.TempDir()
@@ -641,13 +668,45 @@ func TestVersionAndCompletion(t *testing.T) {
 	assert.Contains(t, r.stderr, `unknown shell "tcsh" (valid: bash, zsh, fish, powershell)`)
 }
 
+// With --log-format json every line on standard error is a JSON object,
+// the error the command ends with included, and durations read as Go
+// writes them.
 func TestLogFormatJSON(t *testing.T) {
-	r := ok(t, "x\n", "--log-format", "json", "copy", "--from", "stdin://", "--to", "stdout://")
-	assert.Equal(t, "x\n", r.stdout, "data on stdout only")
-	for _, l := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
-		var m map[string]any
-		require.NoError(t, json.Unmarshal([]byte(l), &m), l)
-		assert.Contains(t, m, "msg")
+	stderrLines := func(t *testing.T, stderr string) []map[string]any {
+		var out []map[string]any
+		for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
+			var m map[string]any
+			require.NoError(t, json.Unmarshal([]byte(l), &m), "not JSON: %s", l)
+			assert.Contains(t, m, "msg")
+			out = append(out, m)
+		}
+		return out
+	}
+	t.Run("route", func(t *testing.T) {
+		r := ok(t, "x\n", "--log-format", "json", "copy", "--batch-period", "200ms", "--from", "stdin://", "--to", "stdout://")
+		assert.Equal(t, "x\n", r.stdout, "data on stdout only")
+		lines := stderrLines(t, r.stderr)
+		require.NotEmpty(t, lines)
+		assert.Equal(t, "200ms", lines[0]["batch_period"], "a duration as Go writes it")
+		assert.Regexp(t, `^[0-9.]+(ms|s|µs)$`, lines[len(lines)-1]["elapsed"])
+	})
+	for _, tc := range []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"route error", []string{"--log-format", "json", "copy", "--from", "nope://x", "--to", "stdout://"}, `unknown scheme "nope"`},
+		{"flag error", []string{"--log-format", "json", "copy", "--frm", "stdin://"}, "unknown flag: --frm"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, "", tc.args...)
+			assert.Equal(t, 2, r.code)
+			lines := stderrLines(t, r.stderr)
+			last := lines[len(lines)-1]
+			assert.Equal(t, "ERROR", last["level"])
+			assert.Contains(t, last["msg"], tc.msg)
+			assert.EqualValues(t, 2, last["exit_code"])
+		})
 	}
 }
 

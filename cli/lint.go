@@ -18,7 +18,7 @@ without opening any endpoint. It prints the resolved route and exits 0, or
 prints what is wrong and exits 2.`,
 		Args: exactArgs(1, "one route file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := bridge.ParseConfigFile(args[0])
+			c, err := a.readConfig(args[0], nil)
 			if err != nil {
 				return err
 			}

@@ -1,127 +1,181 @@
 package cli
 
 import (
+	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/mqb-project/mqb/bridge"
 )
 
-// metrics is a route's Prometheus metrics, on a registry of its own. The
-// names follow Redpanda Connect's (input_received, output_sent,
-// output_batch_sent, output_error, output_latency_ns) so that existing
-// dashboards carry over; mqb adds bytes, acks, nacks, retries and the
-// spool backlog.
-type metrics struct {
-	reg                      *prometheus.Registry
-	received, receivedBytes  prometheus.Counter
-	sent, sentBytes, batches prometheus.Counter
-	errors                   prometheus.Counter
-	latency                  prometheus.Histogram
-	acks, nacks, retries     prometheus.Counter
-	deadLetters              prometheus.Counter
-	log                      *slog.Logger
+// metricDef is one metric mqb serves: the table both registers the metrics
+// and generates docs/reference/metrics.md, so the two cannot drift apart.
+type metricDef struct {
+	Name   string
+	Type   string // counter, gauge or histogram
+	Labels []string
+	Help   string
 }
 
-func newMetrics(route *bridge.Route) *metrics {
-	reg := prometheus.NewRegistry()
-	counter := func(name, help string) prometheus.Counter {
-		c := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
-		reg.MustRegister(c)
-		return c
+// metricDefs lists every mqb metric. Names follow Prometheus conventions: an
+// mqb_ prefix, the unit in the name, _total on counters.
+var metricDefs = []metricDef{
+	{"mqb_input_received_total", "counter", []string{"route", "connector"}, "Messages read from the input; one read again after a failed write counts once (resends are in mqb_input_nacked_total)."},
+	{"mqb_input_received_bytes_total", "counter", []string{"route", "connector"}, "Payload bytes read from the input."},
+	{"mqb_input_acked_total", "counter", []string{"route", "connector"}, "Messages acknowledged at the input once the output made them durable."},
+	{"mqb_input_nacked_total", "counter", []string{"route", "connector"}, "Messages negatively acknowledged at the input, to be delivered again."},
+	{"mqb_output_sent_total", "counter", []string{"route", "connector"}, "Messages the output made durable."},
+	{"mqb_output_sent_bytes_total", "counter", []string{"route", "connector"}, "Payload bytes the output made durable."},
+	{"mqb_output_batches_total", "counter", []string{"route", "connector"}, "Batches the output made durable."},
+	{"mqb_output_errors_total", "counter", []string{"route", "connector"}, "Failed batch writes."},
+	{"mqb_output_retries_total", "counter", []string{"route", "connector"}, "Retries of failed batch writes."},
+	{"mqb_output_batch_duration_seconds", "histogram", []string{"route", "connector"}, "Time a successful batch write took, in seconds."},
+	{"mqb_route_up", "gauge", []string{"route"}, "1 while the route runs with its input and output connected, 0 otherwise; /ready answers 200 only while it is 1."},
+	{"mqb_spool_backlog_messages", "gauge", []string{"route", "connector", "spool"}, "Messages (chunks) waiting in a spool the route reads or writes, counted when scraped."},
+	{"mqb_spool_unexpected_files", "gauge", []string{"route", "connector", "spool"}, "Files in a spool that match no chunk name (foreign files, wrong extensions), counted when scraped."},
+	{"mqb_spool_bytes", "gauge", []string{"route", "connector", "spool"}, "Bytes of the payload and sidecar files in a spool the route reads or writes, counted when scraped."},
+	{"mqb_spool_full_waits_total", "counter", []string{"route", "connector", "spool"}, "Writes to a bounded spool that waited for a consumer to make room (when_full=block)."},
+	{"mqb_spool_dropped_total", "counter", []string{"route", "connector", "spool"}, "Messages dropped because a bounded spool was full (when_full=drop_newest); each is also logged."},
+	{"mqb_dead_letters_total", "counter", []string{"route", "connector"}, "Messages the output refused that the route moved to its dead-letter endpoint (connector: the output's)."},
+}
+
+func metricDef1(name string) metricDef {
+	for _, d := range metricDefs {
+		if d.Name == name {
+			return d
+		}
+	}
+	panic("cli: metric " + name + " is not in metricDefs")
+}
+
+// routeLabels are the label values of one route: its name and the
+// connectors (YAML names) of its two ends.
+type routeLabels struct {
+	route, input, output string
+}
+
+// metricsRegistry is the Prometheus registry of one mqb process: the Go
+// runtime and process collectors, and the metrics of each of its routes,
+// told apart by their route label.
+type metricsRegistry struct {
+	reg     *prometheus.Registry
+	vecs    map[string]*prometheus.CounterVec
+	latency *prometheus.HistogramVec
+	up      *prometheus.GaugeVec
+	spools  *spoolCollector
+	routes  []*metrics
+	log     *slog.Logger
+}
+
+func newMetricsRegistry(log *slog.Logger) *metricsRegistry {
+	mr := &metricsRegistry{reg: prometheus.NewRegistry(), vecs: map[string]*prometheus.CounterVec{}, spools: &spoolCollector{}, log: log}
+	mr.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), mr.spools)
+	for _, d := range metricDefs {
+		switch d.Type {
+		case "counter":
+			mr.vecs[d.Name] = prometheus.NewCounterVec(prometheus.CounterOpts{Name: d.Name, Help: d.Help}, d.Labels)
+			mr.reg.MustRegister(mr.vecs[d.Name])
+		case "histogram":
+			mr.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+				Name: d.Name, Help: d.Help,
+				Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10), // 100µs to 26s
+			}, d.Labels)
+			mr.reg.MustRegister(mr.latency)
+		}
+	}
+	d := metricDef1("mqb_route_up")
+	mr.up = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: d.Name, Help: d.Help}, d.Labels)
+	mr.reg.MustRegister(mr.up)
+	return mr
+}
+
+// metrics is one route's metrics in a metricsRegistry, and its readiness.
+type metrics struct {
+	received, receivedBytes  prometheus.Counter
+	acks, nacks              prometheus.Counter
+	sent, sentBytes, batches prometheus.Counter
+	errors, retries          prometheus.Counter
+	deadLetters              prometheus.Counter
+	latency                  prometheus.Observer
+	up                       prometheus.Gauge
+	ready                    atomic.Bool
+}
+
+// route adds the metrics of route, labelled l.
+func (mr *metricsRegistry) route(route *bridge.Route, l routeLabels) *metrics {
+	counter := func(name, connector string) prometheus.Counter {
+		return mr.vecs[metricDef1(name).Name].WithLabelValues(l.route, connector)
 	}
 	m := &metrics{
-		reg:           reg,
-		log:           route.Logger,
-		received:      counter("input_received", "Messages read from the input; one read again after a failed write counts once (resends are in mqb_nacks)."),
-		receivedBytes: counter("input_received_bytes", "Payload bytes read from the input."),
-		sent:          counter("output_sent", "Messages the output made durable."),
-		sentBytes:     counter("output_sent_bytes", "Payload bytes the output made durable."),
-		batches:       counter("output_batch_sent", "Batches the output made durable."),
-		errors:        counter("output_error", "Failed batch writes."),
-		acks:          counter("mqb_acks", "Messages acknowledged at the input after the output made them durable."),
-		nacks:         counter("mqb_nacks", "Messages negatively acknowledged at the input for redelivery."),
-		retries:       counter("mqb_retries", "Retries of failed batch writes."),
-		deadLetters:   counter("mqb_dead_letters_total", "Messages the output refused that were moved to the dead-letter target."),
-		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "output_latency_ns",
-			Help:    "Time a successful batch write took, in nanoseconds.",
-			Buckets: prometheus.ExponentialBuckets(float64(50*time.Microsecond), 4, 10),
-		}),
+		received:      counter("mqb_input_received_total", l.input),
+		receivedBytes: counter("mqb_input_received_bytes_total", l.input),
+		acks:          counter("mqb_input_acked_total", l.input),
+		nacks:         counter("mqb_input_nacked_total", l.input),
+		sent:          counter("mqb_output_sent_total", l.output),
+		sentBytes:     counter("mqb_output_sent_bytes_total", l.output),
+		batches:       counter("mqb_output_batches_total", l.output),
+		errors:        counter("mqb_output_errors_total", l.output),
+		retries:       counter("mqb_output_retries_total", l.output),
+		deadLetters:   counter("mqb_dead_letters_total", l.output),
+		latency:       mr.latency.WithLabelValues(l.route, l.output),
+		up:            mr.up.WithLabelValues(l.route),
 	}
-	reg.MustRegister(m.latency)
-	for role, ep := range map[string]any{"input": route.Source, "output": route.Target} {
-		br, ok := ep.(bridge.BacklogReporter)
-		if !ok {
-			continue
-		}
-		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name:        "mqb_spool_backlog",
-			Help:        "Chunks waiting in the spool (counted when scraped).",
-			ConstLabels: prometheus.Labels{"path": br.SpoolPath(), "role": role},
-		}, func() float64 {
-			n, err := br.Backlog()
-			if err != nil {
-				return math.NaN()
-			}
-			return float64(n)
-		}))
-		if ur, ok := ep.(bridge.UnexpectedFilesReporter); ok {
-			reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name:        "mqb_spool_unexpected_files",
-				Help:        "Files with the payload extension that fit no chunk name of the spool's layout and are never delivered (counted when scraped).",
-				ConstLabels: prometheus.Labels{"spool": br.SpoolPath(), "role": role},
-			}, func() float64 {
-				n, err := ur.UnexpectedFiles()
-				if err != nil {
-					return math.NaN()
-				}
-				return float64(n)
-			}))
+	m.up.Set(0)
+	for ep, connector := range map[any]string{route.Source: l.input, route.Target: l.output} {
+		if s, ok := ep.(bridge.SpoolStatter); ok {
+			mr.spools.add(spoolEnd{s: s, connector: connector, route: l.route})
 		}
 	}
-	if bs, ok := route.Target.(bridge.BoundedSpool); ok {
-		registerSpoolBounds(reg, bs)
-	}
+	mr.routes = append(mr.routes, m)
 	return m
 }
 
-// registerSpoolBounds exports what a dir-spool target's bounds did.
-func registerSpoolBounds(reg *prometheus.Registry, bs bridge.BoundedSpool) {
-	labels := prometheus.Labels{"spool": bs.SpoolPath()}
-	reg.MustRegister(
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mqb_spool_full_waits_total", ConstLabels: labels,
-			Help: "Writes that waited for a consumer to make room in the bounded spool (when_full=block)."},
-			func() float64 { return float64(bs.FullWaits()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "mqb_spool_dropped_total", ConstLabels: labels,
-			Help: "Messages dropped because the bounded spool was full (when_full=drop_newest)."},
-			func() float64 { return float64(bs.Dropped()) }),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mqb_spool_bytes", ConstLabels: labels,
-			Help: "Bytes of the spool's payload and sidecar files."},
-			func() float64 {
-				n, err := bs.SpoolBytes()
-				if err != nil {
-					return math.NaN()
-				}
-				return float64(n)
-			}),
-	)
+// handler serves the metrics, /ping (alive: always 200) and /ready (200
+// only while the route runs with both ends connected, 503 otherwise).
+func (mr *metricsRegistry) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(mr.reg, promhttp.HandlerOpts{Registry: mr.reg}))
+	mux.HandleFunc("/ping", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "pong")
+	})
+	mux.HandleFunc("/ready", func(w http.ResponseWriter, _ *http.Request) {
+		for _, m := range mr.routes { // all added before the server starts
+			if !m.ready.Load() {
+				http.Error(w, "not ready: a route is not running with its input and output connected", http.StatusServiceUnavailable)
+				return
+			}
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	return mux
 }
 
-func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
-}
-
-func (m *metrics) serveErr(err error) {
-	if m.log != nil {
-		m.log.Error("metrics server stopped", "error", err)
+func (mr *metricsRegistry) serveErr(err error) {
+	if mr.log != nil {
+		mr.log.Error("metrics server stopped", "error", err)
 	}
 }
+
+// setReady records whether the route runs with both ends connected.
+func (m *metrics) setReady(ok bool) {
+	m.ready.Store(ok)
+	if ok {
+		m.up.Set(1)
+	} else {
+		m.up.Set(0)
+	}
+}
+
+// Started is called once both ends are connected.
+func (m *metrics) Started() { m.setReady(true) }
 
 func (m *metrics) Received(n, b int) {
 	m.received.Add(float64(n))
@@ -132,7 +186,7 @@ func (m *metrics) Sent(n, b int, d time.Duration) {
 	m.sent.Add(float64(n))
 	m.sentBytes.Add(float64(b))
 	m.batches.Inc()
-	m.latency.Observe(float64(d.Nanoseconds()))
+	m.latency.Observe(d.Seconds())
 }
 
 func (m *metrics) WriteFailed(int, error)      { m.errors.Inc() }
@@ -140,3 +194,62 @@ func (m *metrics) Acked(n int)                 { m.acks.Add(float64(n)) }
 func (m *metrics) Nacked(n int)                { m.nacks.Add(float64(n)) }
 func (m *metrics) Retrying(int, time.Duration) { m.retries.Inc() }
 func (m *metrics) DeadLettered(n int)          { m.deadLetters.Add(float64(n)) }
+
+type spoolEnd struct {
+	s                bridge.SpoolStatter
+	connector, route string
+}
+
+// spoolCollector scans each spool of the routes once per scrape for the
+// backlog and unexpected-files gauges.
+type spoolCollector struct {
+	mu   sync.Mutex
+	ends []spoolEnd
+}
+
+func (c *spoolCollector) add(e spoolEnd) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ends = append(c.ends, e)
+}
+
+var (
+	backlogDesc    = spoolDesc("mqb_spool_backlog_messages")
+	unexpectedDesc = spoolDesc("mqb_spool_unexpected_files")
+	bytesDesc      = spoolDesc("mqb_spool_bytes")
+	fullWaitsDesc  = spoolDesc("mqb_spool_full_waits_total")
+	droppedDesc    = spoolDesc("mqb_spool_dropped_total")
+)
+
+func spoolDesc(name string) *prometheus.Desc {
+	d := metricDef1(name)
+	return prometheus.NewDesc(d.Name, d.Help, d.Labels, nil)
+}
+
+func (c *spoolCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- backlogDesc
+	ch <- unexpectedDesc
+	ch <- bytesDesc
+	ch <- fullWaitsDesc
+	ch <- droppedDesc
+}
+
+func (c *spoolCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	ends := append([]spoolEnd(nil), c.ends...)
+	c.mu.Unlock()
+	for _, e := range ends {
+		backlog, unexpected, bytes := math.NaN(), math.NaN(), math.NaN() // not open yet, or the scan failed
+		if st, err := e.s.SpoolStats(); err == nil {
+			backlog, unexpected, bytes = float64(st.Chunks), float64(st.Unexpected), float64(st.Bytes+st.MetaBytes)
+		}
+		labels := []string{e.route, e.connector, e.s.SpoolPath()}
+		ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, backlog, labels...)
+		ch <- prometheus.MustNewConstMetric(unexpectedDesc, prometheus.GaugeValue, unexpected, labels...)
+		ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.GaugeValue, bytes, labels...)
+		if b, ok := e.s.(bridge.BoundedSpool); ok && b.Bounded() {
+			ch <- prometheus.MustNewConstMetric(fullWaitsDesc, prometheus.CounterValue, float64(b.FullWaits()), labels...)
+			ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.CounterValue, float64(b.Dropped()), labels...)
+		}
+	}
+}

@@ -3,75 +3,51 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/vbauerster/mpb/v8"
-	"github.com/vbauerster/mpb/v8/decor"
-
 	"github.com/mqb-project/mqb/bridge"
 )
 
-// progress draws a route's progress on standard error: messages written
-// and their rate, and a bar with an ETA when the source knows its total (a
-// file's size, a drained spool's backlog).
+// progress draws one status line of a running route on a terminal
+// (standard error): messages written and their rate, and a bar with a
+// percentage and an ETA when the source knows its total (a file's size, a
+// drained spool's backlog). Log lines print above it. When the route ends
+// the line is replaced by a final one that says how far it got.
 type progress struct {
-	p       *mpb.Progress
-	bar     *mpb.Bar
+	label   string
+	w       io.Writer
+	width   func() int // columns of the terminal, 0 if unknown
 	src     bridge.Progresser
-	known   bool // the bar has a total
-	written atomic.Int64
 	start   time.Time
-	quit    chan struct{}
-	wg      sync.WaitGroup
+	written atomic.Int64
+	first   atomic.Int64 // unix nanoseconds of the first message read, 0 before
 	logs    *switchWriter
+
+	mu    sync.Mutex
+	drawn bool // a status line is on screen
+	quit  chan struct{}
+	wg    sync.WaitGroup
 }
 
-func newProgress(w io.Writer, route *bridge.Route, logs *switchWriter) *progress {
-	pr := &progress{start: time.Now(), quit: make(chan struct{}), logs: logs}
-	pr.p = mpb.New(mpb.WithOutput(w), mpb.WithWidth(32), mpb.WithRefreshRate(200*time.Millisecond))
+const progressRefresh = 200 * time.Millisecond
+
+func newProgress(label string, w io.Writer, width func() int, route *bridge.Route, logs *switchWriter) *progress {
+	pr := &progress{label: label, w: w, width: width, start: time.Now(), quit: make(chan struct{}), logs: logs}
 	pr.src, _ = route.Source.(bridge.Progresser)
 	if logs != nil {
-		logs.set(pr.p) // log lines print above the bar
+		logs.set(pr) // log lines print above the status line
 	}
 	pr.wg.Add(1)
-	go pr.poll()
+	go pr.loop()
 	return pr
 }
 
-// addBar adds the bar once the source is connected and knows its total,
-// or a spinner when it does not.
-func (pr *progress) addBar(total int64, unit string) {
-	rate := decor.Any(func(decor.Statistics) string {
-		n := pr.written.Load()
-		secs := time.Since(pr.start).Seconds()
-		if secs <= 0 {
-			secs = 1e-9
-		}
-		return fmt.Sprintf("%d msgs  %.0f msg/s", n, float64(n)/secs)
-	}, decor.WCSyncSpace)
-	if total >= 0 {
-		counters := decor.CountersNoUnit("%d / %d", decor.WCSyncSpace)
-		if unit == "bytes" {
-			counters = decor.CountersKibiByte("% .1f / % .1f", decor.WCSyncSpace)
-		}
-		pr.bar = pr.p.New(total, mpb.BarStyle(),
-			mpb.PrependDecorators(decor.Name("copy", decor.WCSyncSpaceR), counters),
-			mpb.AppendDecorators(rate, decor.Name(" ETA "), decor.AverageETA(decor.ET_STYLE_GO)),
-		)
-		pr.known = true
-		return
-	}
-	pr.bar = pr.p.New(0, mpb.SpinnerStyle(),
-		mpb.PrependDecorators(decor.Name("copy", decor.WCSyncSpaceR)),
-		mpb.AppendDecorators(rate, decor.Name(" "), decor.Elapsed(decor.ET_STYLE_GO)),
-	)
-}
-
-func (pr *progress) poll() {
+func (pr *progress) loop() {
 	defer pr.wg.Done()
-	t := time.NewTicker(200 * time.Millisecond)
+	t := time.NewTicker(progressRefresh)
 	defer t.Stop()
 	for {
 		select {
@@ -79,53 +55,134 @@ func (pr *progress) poll() {
 			return
 		case <-t.C:
 		}
-		var done, total int64 = 0, -1
-		unit := ""
-		if pr.src != nil {
-			done, total, unit = pr.src.Progress()
-		}
-		if pr.bar == nil {
-			if total < 0 && time.Since(pr.start) < time.Second {
-				continue // the source may not be connected yet
-			}
-			pr.addBar(total, unit)
-		}
-		if pr.known {
-			pr.bar.SetCurrent(done)
-		}
+		pr.mu.Lock()
+		pr.draw(pr.line(""))
+		pr.mu.Unlock()
 	}
 }
 
-// stop removes the display; the last state stays on screen.
-func (pr *progress) stop() {
+// draw replaces the status line with s. Call it with mu held.
+func (pr *progress) draw(s string) {
+	if w := pr.width(); w > 1 && len(s) >= w {
+		s = s[:w-1] // a wrapped line could not be redrawn in place
+	}
+	fmt.Fprintf(pr.w, "\r%s\x1b[K", s)
+	pr.drawn = true
+}
+
+// Write prints a log line above the status line.
+func (pr *progress) Write(b []byte) (int, error) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if pr.drawn {
+		fmt.Fprint(pr.w, "\r\x1b[K")
+	}
+	n, err := pr.w.Write(b)
+	if pr.drawn {
+		pr.draw(pr.line(""))
+	}
+	return n, err
+}
+
+// stop ends the display with a line saying how the route ended: outcome
+// is "done", "interrupted" or "failed". After a clean end the line stays
+// only if one was drawn; an interrupted or failed route always shows where
+// it stopped.
+func (pr *progress) stop(outcome string) {
 	close(pr.quit)
 	pr.wg.Wait()
-	// mpb prints lines written through it (the route's last log lines) only
-	// at its next refresh: let one happen before it shuts down.
-	time.Sleep(250 * time.Millisecond)
-	if pr.bar == nil {
-		pr.p.Wait() // nothing was drawn
-		if pr.logs != nil {
-			pr.logs.set(nil)
-		}
-		return
-	}
-	if pr.known {
-		done, _, _ := pr.src.Progress()
-		pr.bar.SetCurrent(done)
-	}
-	if pr.bar.Current() > 0 || pr.written.Load() > 0 {
-		pr.bar.SetTotal(-1, true)
-	} else {
-		pr.bar.Abort(false)
-	}
-	pr.p.Wait()
 	if pr.logs != nil {
 		pr.logs.set(nil)
 	}
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if outcome == "done" && !pr.drawn {
+		return
+	}
+	pr.draw(pr.line(outcome))
+	fmt.Fprint(pr.w, "\n")
 }
 
-func (pr *progress) Received(int, int)            {}
+// line is the status line now; outcome is empty while the route runs.
+func (pr *progress) line(outcome string) string {
+	st := progressState{label: pr.label, outcome: outcome, written: pr.written.Load(), elapsed: time.Since(pr.start), total: -1}
+	if f := pr.first.Load(); f != 0 {
+		st.moving = time.Since(time.Unix(0, f))
+	}
+	if pr.src != nil {
+		st.done, st.total, st.unit = pr.src.Progress()
+	}
+	return st.String()
+}
+
+// progressState is what a status line shows.
+type progressState struct {
+	label, outcome string
+	written        int64 // messages acknowledged
+	done, total    int64 // in unit; total <= 0: unknown
+	unit           string
+	elapsed        time.Duration // since the command started
+	moving         time.Duration // since the first message was read
+}
+
+func (s progressState) String() string {
+	var b strings.Builder
+	b.WriteString(s.label)
+	if s.outcome != "" {
+		b.WriteString(" " + s.outcome)
+	}
+	secs := max(s.moving.Seconds(), 1e-3)
+	rate := fmt.Sprintf("%.0f msg/s", float64(s.written)/secs)
+	// A total is known only when the source reports one above zero: a source
+	// not yet connected reports 0, and more than the total can arrive (a
+	// producer writing into a spool being drained).
+	if s.total <= 0 || s.done > s.total {
+		fmt.Fprintf(&b, "  %d msgs  %s  %s", s.written, rate, roundDur(s.elapsed))
+		return b.String()
+	}
+	pct := float64(s.done) * 100 / float64(s.total)
+	if s.outcome == "" {
+		b.WriteString("  " + bar(s.done, s.total, 24))
+	}
+	if s.unit == "bytes" {
+		fmt.Fprintf(&b, "  %3.0f%%  %s / %s  %d msgs", pct, bytesText(s.done), bytesText(s.total), s.written)
+	} else {
+		fmt.Fprintf(&b, "  %3.0f%%  %d / %d msgs", pct, s.done, s.total)
+	}
+	fmt.Fprintf(&b, "  %s  %s", rate, roundDur(s.elapsed))
+	if s.outcome == "" && s.done > 0 {
+		left := time.Duration(float64(s.moving) * float64(s.total-s.done) / float64(s.done))
+		fmt.Fprintf(&b, "  ETA %s", roundDur(left))
+	}
+	return b.String()
+}
+
+func bar(done, total int64, width int) string {
+	n := int(done * int64(width) / total)
+	return "[" + strings.Repeat("=", n) + strings.Repeat(" ", width-n) + "]"
+}
+
+func bytesText(n int64) string {
+	const k = 1024
+	switch {
+	case n < k:
+		return fmt.Sprintf("%d B", n)
+	case n < k*k:
+		return fmt.Sprintf("%.1f KiB", float64(n)/k)
+	case n < k*k*k:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(k*k))
+	}
+	return fmt.Sprintf("%.1f GiB", float64(n)/(k*k*k))
+}
+
+func roundDur(d time.Duration) time.Duration {
+	if d < 10*time.Second {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Second)
+}
+
+func (pr *progress) Received(int, int)            { pr.first.CompareAndSwap(0, time.Now().UnixNano()) }
 func (pr *progress) Sent(int, int, time.Duration) {}
 func (pr *progress) WriteFailed(int, error)       {}
 func (pr *progress) Acked(n int)                  { pr.written.Add(int64(n)) }
@@ -151,9 +208,7 @@ func (s *switchWriter) Write(b []byte) (int, error) {
 	w := s.cur
 	s.mu.Unlock()
 	if w != nil {
-		if n, err := w.Write(b); err == nil {
-			return n, nil
-		}
+		return w.Write(b)
 	}
 	return s.base.Write(b)
 }

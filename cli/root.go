@@ -45,7 +45,7 @@ func Main(args []string) int {
 		for s := range sigs {
 			n := int(s.(syscall.Signal))
 			if !a.signal.CompareAndSwap(0, int32(n)) {
-				fmt.Fprintf(a.stderr, "mqb: second %v: exiting without settling\n", s)
+				a.fatal(fmt.Sprintf("second %v: exiting without settling", s), "exit_code", 128+n)
 				os.Exit(128 + n)
 			}
 			cancel(fmt.Errorf("received %v", s))
@@ -62,12 +62,37 @@ func (a *app) run(ctx context.Context, args []string) int {
 	root.SetErr(a.stderr)
 	err := root.ExecuteContext(ctx)
 	if err != nil && strings.HasPrefix(err.Error(), "unknown command") {
-		err = usage(err)
+		err = usage(commandSuggestion(root, err))
 	}
+	code := exitCode(err, int(a.signal.Load()))
 	if err != nil {
-		fmt.Fprintf(a.stderr, "mqb: %s\n", oneLine(err, a.secrets.redact))
+		a.fatal(oneLine(err, a.secrets.redact), "exit_code", code)
 	}
-	return exitCode(err, int(a.signal.Load()))
+	return code
+}
+
+// fatal prints the message the command ends with: "mqb: msg" on standard
+// error, or a JSON log record with --log-format json, so that everything
+// on standard error is then JSON.
+func (a *app) fatal(msg string, args ...any) {
+	if a.logFormat != "json" {
+		fmt.Fprintf(a.stderr, "mqb: %s\n", msg)
+		return
+	}
+	log := a.logger
+	if log == nil { // the command failed before logging was set up
+		log = slog.New(slog.NewJSONHandler(a.stderr, &slog.HandlerOptions{ReplaceAttr: durationText}))
+	}
+	log.Error(msg, args...)
+}
+
+// durationText prints durations as Go writes them ("200ms"), not as
+// nanoseconds, in every log format.
+func durationText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }
 
 func (a *app) rootCommand() *cobra.Command {
@@ -90,11 +115,11 @@ URL schemes: ` + strings.Join(a.env.Schemes(), ", ") + `.`,
 		},
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err) })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usage(flagSuggestion(cmd, err)) })
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	pf.StringVar(&a.logFormat, "log-format", "text", "log format on standard error: text or json")
-	root.AddCommand(a.copyCommand(), a.runCommand(), a.lintCommand(), a.spoolCommand(), a.conformanceCommand(), a.benchCommand(), a.versionCommand(), a.completionCommand(root))
+	pf.StringVar(&a.logFormat, "log-format", "text", "log format on standard error: text or json (then every line is a JSON object, the final error included)")
+	root.AddCommand(a.copyCommand(), a.runCommand(), a.lintCommand(), a.spoolCommand(), a.conformanceCommand(), a.benchCommand(), a.versionCommand(), a.completionCommand(root), a.connectorsCommand(), a.fieldsCommand())
 	showAllDefaults(root)
 	return root
 }
@@ -104,7 +129,7 @@ func (a *app) setupLogging() error {
 	if err := level.UnmarshalText([]byte(a.logLevel)); err != nil {
 		return usage(fmt.Errorf("--log-level %q: valid levels are debug, info, warn, error", a.logLevel))
 	}
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: durationText}
 	a.logs = &switchWriter{base: a.stderr}
 	var h slog.Handler
 	switch a.logFormat {

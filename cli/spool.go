@@ -12,6 +12,7 @@ import (
 	"github.com/mqb-project/mqb/bridge"
 	"github.com/mqb-project/mqb/bridge/connectors/dirspool"
 	"github.com/mqb-project/mqb/core"
+	"github.com/mqb-project/mqb/core/option"
 )
 
 func (a *app) spoolCommand() *cobra.Command {
@@ -25,7 +26,11 @@ other naming, sharding or extension options than the defaults:
   mqb spool stat 'dir-spool:///var/spool/telemetry?naming_pattern={seq:012}&shard_depth=2&shard_width=3'`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usage(fmt.Errorf("unknown spool command %q (valid: stat, ls, peek, fields)", args[0]))
+				hint := ""
+				if c := option.Closest(args[0], []string{"stat", "ls", "peek", "fields"}); c != "" {
+					hint = fmt.Sprintf("; did you mean %q?", c)
+				}
+				return usage(fmt.Errorf("unknown spool command %q (valid: stat, ls, peek, fields)%s", args[0], hint))
 			}
 			return usage(fmt.Errorf("spool needs a command: stat, ls, peek or fields"))
 		},

@@ -290,7 +290,7 @@ func (p *Producer) whenFull(ctx context.Context, waits int, r room, size int64) 
 		return nil
 	}
 	if waits == 0 {
-		p.fullWaits++
+		p.fullWaits.Add(1)
 	}
 	t := time.NewTimer(p.opts.PollInterval)
 	defer t.Stop()
@@ -322,23 +322,18 @@ func (p *Producer) OnDrop(fn func(Message)) {
 	p.onDrop = fn
 }
 
-// Dropped returns how many messages when_full=drop_newest has dropped.
-func (p *Producer) Dropped() uint64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.dropped
-}
+// Dropped returns how many messages when_full=drop_newest has dropped. It
+// does not wait for a write in progress.
+func (p *Producer) Dropped() uint64 { return p.dropped.Load() }
 
 // FullWaits returns how many writes had to wait for room (when_full=block).
-func (p *Producer) FullWaits() uint64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.fullWaits
-}
+// It does not wait for a write in progress, so it can be read while one
+// waits.
+func (p *Producer) FullWaits() uint64 { return p.fullWaits.Load() }
 
 // Usage returns the chunks and bytes the spool holds by a bounded
 // producer's account; ok is false for an unbounded producer, which keeps
-// none.
+// none. It waits for a write in progress, which may be waiting for room.
 func (p *Producer) Usage() (chunks, bytes int64, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -152,6 +153,11 @@ func (c *Consumer) fill(limit int) ([]*Delivery, error) {
 	}
 	for len(out) < limit {
 		if len(c.pending) == 0 {
+			if d := c.next(); d != nil {
+				c.inflight[d.Name] = d
+				out = append(out, d)
+				continue
+			}
 			found, err := c.refill()
 			if err != nil {
 				return out, err
@@ -175,6 +181,31 @@ func (c *Consumer) fill(limit int) ([]*Delivery, error) {
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// next opens the payload right after the cursor by name, without listing:
+// names are fixed-width, so the next one is known. A consumer that keeps up
+// with the producer, or drains a backlog, then lists only on a miss, and a
+// large flat backlog is listed once instead of once per page. It returns
+// nil when that payload is not there (yet) or there is no cursor.
+func (c *Consumer) next() *Delivery {
+	seq, kind, ok := c.layout.Parse(c.cursor)
+	if c.cursor == "" || !ok || kind != KindPayload || seq >= c.layout.MaxSeq() {
+		return nil
+	}
+	name := c.layout.Payload(seq + 1)
+	if c.skip(name) {
+		return nil
+	}
+	d, err := c.load(name)
+	if err != nil {
+		// Missing, or not a chunk to open by name (a symbolic link, a bad
+		// sidecar): the listing decides, and reports what must stop us.
+		return nil
+	}
+	c.cursor = name
+	c.noteDelivered(d.Seq)
+	return d
 }
 
 // atEnd decides what to do when nothing can be delivered now: end (ErrEnd),
@@ -284,6 +315,9 @@ func (c *Consumer) skip(name string) bool {
 func (c *Consumer) scan(after string) ([]string, error) {
 	var walk func(dir string, level int, hasLater bool) ([]string, error)
 	walk = func(dir string, level int, hasLater bool) ([]string, error) {
+		if sc, ok := c.fsys.(DirScanner); ok && level == c.layout.Depth() {
+			return c.scanLeaf(sc, dir, after, hasLater)
+		}
 		entries, err := c.fsys.ReadDir(dir)
 		if err != nil {
 			if dir != "." && errors.Is(err, fs.ErrNotExist) {
@@ -303,7 +337,7 @@ func (c *Consumer) scan(after string) ([]string, error) {
 				}
 				_, kind, ok := c.layout.ParseLeaf(dir, e.Name())
 				if !ok {
-					c.noteEntry(dir, e)
+					c.noteEntry(dir, e.Name())
 				}
 				if kind != KindPayload {
 					continue
@@ -335,6 +369,65 @@ func (c *Consumer) scan(after string) ([]string, error) {
 		return nil, nil
 	}
 	return walk(".", 0, false)
+}
+
+// listPage bounds how many names one streamed listing keeps: a consumer of a
+// flat backlog of millions holds one page, then opens the names after it
+// directly (next).
+const listPage = 4096
+
+// scanLeaf is scan's leaf step on an FS that streams listings: it keeps the
+// listPage smallest payload names after `after`, never the whole directory.
+func (c *Consumer) scanLeaf(sc DirScanner, dir, after string, hasLater bool) ([]string, error) {
+	var page nameHeap
+	seen := 0
+	err := sc.ScanDir(dir, func(name string, typ fs.FileMode) {
+		seen++
+		if !typ.IsRegular() {
+			return
+		}
+		_, kind, ok := c.layout.ParseLeaf(dir, name)
+		if !ok {
+			c.noteEntry(dir, name)
+		}
+		if kind != KindPayload {
+			return
+		}
+		full := joinPath(dir, name)
+		if full <= after || (len(page) == listPage && full >= page[0]) || c.skip(full) {
+			return
+		}
+		if len(page) == listPage {
+			heap.Pop(&page)
+		}
+		heap.Push(&page, full)
+	})
+	if err != nil {
+		if dir != "." && errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	if seen == 0 && dir != "." && hasLater && c.destructive {
+		_ = c.fsys.Remove(dir) // best effort; a producer may have just used it
+	}
+	slices.Sort(page)
+	return page, nil
+}
+
+// nameHeap is a max-heap of names: the root is the largest kept, the one a
+// smaller name replaces.
+type nameHeap []string
+
+func (h nameHeap) Len() int           { return len(h) }
+func (h nameHeap) Less(i, j int) bool { return h[i] > h[j] }
+func (h nameHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *nameHeap) Push(x any)        { *h = append(*h, x.(string)) }
+func (h *nameHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
 
 // load reads a payload and its sidecar.

@@ -3,7 +3,6 @@ package core
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"strings"
 )
@@ -124,8 +123,8 @@ func (c *Consumer) warnForeign(name string) {
 
 // noteEntry is called for each regular file of a leaf directory that is
 // not a chunk file of the layout.
-func (c *Consumer) noteEntry(dir string, e fs.DirEntry) {
-	if name := e.Name(); strings.HasSuffix(name, c.opts.PayloadExt) {
+func (c *Consumer) noteEntry(dir, name string) {
+	if strings.HasSuffix(name, c.opts.PayloadExt) {
 		c.warnForeign(joinPath(dir, name))
 	}
 }

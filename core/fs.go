@@ -21,8 +21,8 @@ import (
 // errors.Is.
 //
 // Optional abilities are separate interfaces found by type assertion:
-// DirWatcher (wake-ups on new entries) and FSSyncer (one flush for the whole
-// filesystem).
+// DirWatcher (wake-ups on new entries), DirScanner (a streamed listing) and
+// FSSyncer (one flush for the whole filesystem).
 type FS interface {
 	// CreateExcl creates name for writing. It fails with fs.ErrExist when
 	// name already exists (even as a dangling symlink), and with
@@ -111,6 +111,16 @@ type DirWatch interface {
 	C() <-chan struct{}
 	// Close stops the watch and releases its resources.
 	Close() error
+}
+
+// DirScanner is implemented by an FS that can stream a directory's entries
+// without building the whole sorted listing, so that a consumer of a large
+// flat backlog holds only the page it delivers next.
+type DirScanner interface {
+	// ScanDir calls fn for every entry of the directory name, in no
+	// particular order, with the entry's type as ReadDir reports it (a
+	// symbolic link is reported as one). fn must not call the FS.
+	ScanDir(name string, fn func(name string, typ fs.FileMode)) error
 }
 
 // FSSyncer is implemented by an FS that can flush every written file at

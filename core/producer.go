@@ -9,6 +9,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mqb-project/mqb/core/option"
@@ -33,10 +34,10 @@ type Producer struct {
 	closed   bool
 	madeDirs map[string]bool // shard directories known to exist
 
-	use       *usage // what the spool holds; nil when Options.Bounds has no limit
-	dropped   uint64 // messages dropped by when_full=drop_newest
+	use       *usage        // what the spool holds; nil when Options.Bounds has no limit
+	dropped   atomic.Uint64 // messages dropped by when_full=drop_newest
 	onDrop    func(Message)
-	fullWaits uint64 // writes that waited for room
+	fullWaits atomic.Uint64 // writes that waited for room
 }
 
 // DoneRecord is the content of the DONE sentinel.
@@ -259,7 +260,7 @@ func (p *Producer) Write(ctx context.Context, msgs []Message) (n int, err error)
 			return n, err
 		}
 		if fit == 0 { // when_full=drop_newest
-			p.dropped++
+			p.dropped.Add(1)
 			if p.onDrop != nil {
 				p.onDrop(msgs[0])
 			}

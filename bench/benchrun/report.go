@@ -18,6 +18,9 @@ type Report struct {
 	Started time.Time `json:"started"`
 	Elapsed string    `json:"elapsed"`
 	Results []Result  `json:"results"`
+	// Compare, when set, holds each cell's change against an earlier run
+	// (mqb bench --compare).
+	Compare *Comparison `json:"compare,omitempty"`
 }
 
 // Result is the measurement of one case. Rates are medians over rounds;
@@ -123,8 +126,14 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintln(w, n)
 		}
 	}
-	_, err := fmt.Fprintln(w, "\nx raw: spool msgs/s over raw-syscall msgs/s measured in the same rounds (1.00 = no overhead).")
-	return err
+	if _, err := fmt.Fprintln(w, "\nx raw: spool msgs/s over raw-syscall msgs/s measured in the same rounds (1.00 = no overhead)."); err != nil {
+		return err
+	}
+	if r.Compare == nil {
+		return nil
+	}
+	fmt.Fprintln(w, "\nagainst the earlier run:")
+	return r.Compare.WriteText(w)
 }
 
 func (r *Report) varying() map[string]bool {

@@ -41,6 +41,13 @@ func (e *Error) Error() string {
 		b.WriteString(" (valid: ")
 		b.WriteString(strings.Join(e.Valid, ", "))
 		b.WriteString(")")
+		given := e.Value
+		if given == "" {
+			given = e.Field
+		}
+		if c := Closest(given, e.Valid); c != "" {
+			fmt.Fprintf(&b, "; did you mean %q?", c)
+		}
 	}
 	return b.String()
 }

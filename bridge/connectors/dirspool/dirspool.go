@@ -138,8 +138,7 @@ var (
 	_ bridge.Placed          = (*Source)(nil)
 	_ bridge.Progresser      = (*Source)(nil)
 	_ bridge.BacklogReporter = (*Source)(nil)
-
-	_ bridge.UnexpectedFilesReporter = (*Source)(nil)
+	_ bridge.SpoolStatter    = (*Source)(nil)
 )
 
 // SetDrain makes the consumer end once the spool is empty (ExitWhenEmpty).
@@ -231,15 +230,14 @@ func (s *Source) Progress() (done, total int64, unit string) {
 // Backlog counts the chunks in the spool.
 func (s *Source) Backlog() (int64, error) { return backlog(s.fsys, s.opts.Options) }
 
-// UnexpectedFiles counts the files with the payload extension that fit no
-// chunk name, which the spool's consumers never deliver.
-func (s *Source) UnexpectedFiles() (int64, error) { return unexpected(s.fsys, s.opts.Options) }
-
 // SpoolPath returns the spool directory.
 func (s *Source) SpoolPath() string { return s.opts.Path }
 
 // Place returns the spool directory and its backend (see bridge.Placed).
 func (s *Source) Place() (string, string) { return s.opts.place() }
+
+// SpoolStats scans the spool.
+func (s *Source) SpoolStats() (*core.Stats, error) { return scan(s.fsys, s.opts.Options) }
 
 // Close releases the CONSUMER claim; unacknowledged chunks stay on disk.
 func (s *Source) Close(ctx context.Context) error {
@@ -248,6 +246,13 @@ func (s *Source) Close(ctx context.Context) error {
 	}
 	err := s.c.Close()
 	return errors.Join(err, s.release())
+}
+
+func scan(fsys core.FS, o core.Options) (*core.Stats, error) {
+	if fsys == nil {
+		return nil, errors.New("spool is not open")
+	}
+	return core.Scan(fsys, o)
 }
 
 func backlog(fsys core.FS, o core.Options) (int64, error) {
@@ -259,17 +264,6 @@ func backlog(fsys core.FS, o core.Options) (int64, error) {
 		return 0, err
 	}
 	return int64(st.Chunks), nil
-}
-
-func unexpected(fsys core.FS, o core.Options) (int64, error) {
-	if fsys == nil {
-		return 0, errors.New("spool is not open")
-	}
-	sv, err := core.SurveyLayout(fsys, o)
-	if err != nil {
-		return 0, err
-	}
-	return int64(sv.Foreign), nil
 }
 
 // NewTarget returns a spool producer as a target.
@@ -302,8 +296,7 @@ var (
 	_ bridge.HeldIDLister    = (*Target)(nil)
 	_ bridge.BoundedSpool    = (*Target)(nil)
 	_ bridge.Placed          = (*Target)(nil)
-
-	_ bridge.UnexpectedFilesReporter = (*Target)(nil)
+	_ bridge.SpoolStatter    = (*Target)(nil)
 )
 
 // Connect creates the spool directory when missing, takes the PRODUCER
@@ -332,23 +325,24 @@ func (t *Target) HeldIDs(ctx context.Context) (map[string]bool, error) {
 }
 
 // Dropped counts the messages when_full=drop_newest dropped.
-func (t *Target) Dropped() uint64 { return t.p.Dropped() }
+func (t *Target) Dropped() uint64 {
+	if t.p == nil {
+		return 0
+	}
+	return t.p.Dropped()
+}
 
 // FullWaits counts the writes that waited for room (when_full=block).
-func (t *Target) FullWaits() uint64 { return t.p.FullWaits() }
-
-// SpoolBytes returns the bytes of the spool's chunks: the producer's
-// account when the spool is bounded, else a scan of payload sizes.
-func (t *Target) SpoolBytes() (int64, error) {
-	if _, b, ok := t.p.Usage(); ok {
-		return b, nil
+func (t *Target) FullWaits() uint64 {
+	if t.p == nil {
+		return 0
 	}
-	st, err := core.Scan(t.fsys, t.opts.Options)
-	if err != nil {
-		return 0, err
-	}
-	return st.Bytes, nil
+	return t.p.FullWaits()
 }
+
+// Bounded reports whether the spool has a bound (max_messages, max_bytes,
+// min_free_bytes).
+func (t *Target) Bounded() bool { return t.opts.Bounds.Set() }
 
 // WriteBatch writes one chunk per message and returns once they are
 // committed. When a batch fails part way (fsync=chunk), the chunks already
@@ -402,10 +396,6 @@ func (t *Target) Close(ctx context.Context, cause error) error {
 // Backlog counts the chunks in the spool.
 func (t *Target) Backlog() (int64, error) { return backlog(t.fsys, t.opts.Options) }
 
-// UnexpectedFiles counts the files with the payload extension that fit no
-// chunk name, which the spool's consumers never deliver.
-func (t *Target) UnexpectedFiles() (int64, error) { return unexpected(t.fsys, t.opts.Options) }
-
 // SpoolPath returns the spool directory.
 func (t *Target) SpoolPath() string { return t.opts.Path }
 
@@ -418,3 +408,6 @@ func (c Config) place() (string, string) {
 	}
 	return c.Backend, c.Path
 }
+
+// SpoolStats scans the spool.
+func (t *Target) SpoolStats() (*core.Stats, error) { return scan(t.fsys, t.opts.Options) }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mqb-project/mqb/core/option"
@@ -43,6 +44,7 @@ var Schema = &option.Schema{
 		{Name: "tls", Type: option.TypeBool, Default: "false", Doc: "Connect with TLS (the mqtts:// scheme sets it)."},
 		{Name: "username", Type: option.TypeString, Doc: "User name (the URL's user info)."},
 		{Name: "password", Type: option.TypeString, Secret: true, Doc: "Password (the URL's user info). Never printed."},
+		bridge.SecretFileField("password"),
 		{Name: "topic", Type: option.TypeString, Required: true,
 			Doc: "Source: the topic filter to subscribe to (+ and # allowed). Target: the topic to publish to."},
 		{Name: "qos", Type: option.TypeInt, Default: "1", Min: 0, Max: 2,
@@ -55,7 +57,7 @@ var Schema = &option.Schema{
 		{Name: "idle_timeout", Type: option.TypeDuration, Default: "0s",
 			Doc: "Source: end the route after this long without a message. With --drain it defaults to 2s, since a broker has no end of input; without --drain the source waits forever unless this is set."},
 		{Name: "connect_timeout", Type: option.TypeDuration, Default: "30s",
-			Doc: "How long the first connection may take, retries included, before the route fails."},
+			Doc: "How long the first connection may take, retries included, before the route fails. A refused connection (nothing listens at the port, an unknown host, bad credentials) fails at once."},
 		{Name: "write_timeout", Type: option.TypeDuration, Default: "30s",
 			Doc: "Target: how long a batch waits for the broker's acknowledgements before the write fails and is retried."},
 		{Name: "keep_alive", Type: option.TypeDuration, Default: "30s", Doc: "MQTT keep-alive interval."},
@@ -148,7 +150,6 @@ func decode(v *option.Values) (*config, error) {
 		broker:         v.String("broker"),
 		tls:            v.Bool("tls"),
 		username:       v.String("username"),
-		password:       v.String("password"),
 		topic:          v.String("topic"),
 		qos:            byte(v.Int("qos")),
 		clientID:       v.String("client_id"),
@@ -162,6 +163,10 @@ func decode(v *option.Values) (*config, error) {
 		writeTimeout:   v.Duration("write_timeout"),
 		keepAlive:      v.Duration("keep_alive"),
 		maxReconnect:   v.Duration("max_reconnect_interval"),
+	}
+	var err error
+	if c.password, err = bridge.Secret(v, "password"); err != nil {
+		return nil, err
 	}
 	if c.topic == "" {
 		return nil, &option.Error{Field: "topic", Msg: "must not be empty"}
@@ -253,6 +258,15 @@ func errRefused(err error) bool {
 	return false
 }
 
+// unreachable reports whether a dial failed in a way that retrying within
+// connect_timeout will not fix: nothing listens at the port
+// (ECONNREFUSED) or the host name does not exist. A broker that is slow
+// to answer is still waited for.
+func unreachable(err error) bool {
+	var dns *net.DNSError
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &dns) && dns.IsNotFound
+}
+
 // conn is a Paho client with the connection handling both sides share:
 // automatic reconnection, a bounded first connection that reports why it
 // failed, and logs of connection changes.
@@ -317,7 +331,7 @@ func (c *conn) options(clientID string, clean bool) *paho.ClientOptions {
 		c.mu.Lock()
 		c.lastErr = err
 		c.mu.Unlock()
-		if errRefused(err) {
+		if errRefused(err) || unreachable(err) {
 			select {
 			case c.fatal <- err:
 			default:

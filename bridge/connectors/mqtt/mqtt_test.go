@@ -372,7 +372,7 @@ func TestConnectionRefusedIsOneClearLine(t *testing.T) {
 	l.Close()
 	const password = "Hunter2-S3cret"
 	env := testEnv()
-	raw := "mqtt://mqb:" + password + "@" + addr + "?topic=t&connect_timeout=1500ms"
+	raw := "mqtt://mqb:" + password + "@" + addr + "?topic=t" // the default connect_timeout, 30s
 	for _, kind := range []string{"source", "target"} {
 		t.Run(kind, func(t *testing.T) {
 			var ep interface{ Connect(context.Context) error }
@@ -643,5 +643,25 @@ func TestBadCredentialsFailAtOnce(t *testing.T) {
 		defer src.Close(context.Background())
 		_, _, err = src.ReadBatch(context.Background(), 1)
 		require.ErrorIs(t, err, bridge.ErrEndOfInput)
+	})
+
+	t.Run("password_file", func(t *testing.T) {
+		dir := t.TempDir()
+		right, wrong := filepath.Join(dir, "right"), filepath.Join(dir, "wrong")
+		require.NoError(t, os.WriteFile(right, []byte(password+"\n"), 0o600))
+		require.NoError(t, os.WriteFile(wrong, []byte("Wrong-S3cret\n"), 0o600))
+		for file, wantErr := range map[string]string{right: "", wrong: "not Authorized"} {
+			tgt, err := NewTarget(env, resolve(t, env, "mqtt://mqb@"+addr+"?topic=t&password_file="+file+"&client_id="+unique("mqb-test-")))
+			require.NoError(t, err)
+			err = tgt.Connect(context.Background())
+			if wantErr == "" {
+				require.NoError(t, err)
+				require.NoError(t, tgt.Close(context.Background(), nil))
+				continue
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), wantErr)
+			assert.NotContains(t, err.Error(), "Wrong-S3cret")
+		}
 	})
 }

@@ -33,6 +33,8 @@ var Schema = &option.Schema{
 		{Name: "username", Type: option.TypeString, Doc: "User name (the URL's user info)."},
 		{Name: "password", Type: option.TypeString, Secret: true, Doc: "Password (the URL's user info). Never printed."},
 		{Name: "token", Type: option.TypeString, Secret: true, Doc: "Authentication token (a URL user info without password). Never printed."},
+		bridge.SecretFileField("password"),
+		bridge.SecretFileField("token"),
 		{Name: "creds_file", Type: option.TypeString, Doc: "NATS credentials file (user JWT and NKey seed)."},
 		{Name: "tls", Type: option.TypeBool, Default: "false", Doc: "Require TLS."},
 		{Name: "ca_file", Type: option.TypeString, Doc: "PEM file of the certificate authorities that sign the servers' certificates."},
@@ -175,22 +177,14 @@ func decode(v *option.Values) (*config, error) {
 	if c.timeout <= 0 || c.write <= 0 {
 		return nil, &option.Error{Field: "connect_timeout", Msg: "and write_timeout must be positive"}
 	}
-	user, pass, token := v.String("username"), v.String("password"), v.String("token")
 	c.opts = []natsgo.Option{
 		natsgo.Name("mqb"),
 		natsgo.Timeout(c.timeout),
 		natsgo.MaxReconnects(-1),
 		natsgo.ReconnectWait(time.Second),
 	}
-	switch {
-	case token != "" && (user != "" || pass != ""):
-		return nil, &option.Error{Field: "token", Msg: "cannot be combined with username and password"}
-	case token != "":
-		c.opts = append(c.opts, natsgo.Token(token))
-		c.secrets = append(c.secrets, token)
-	case user != "" || pass != "":
-		c.opts = append(c.opts, natsgo.UserInfo(user, pass))
-		c.secrets = append(c.secrets, pass)
+	if err := c.auth(v); err != nil {
+		return nil, err
 	}
 	if f := v.String("creds_file"); f != "" {
 		c.opts = append(c.opts, natsgo.UserCredentials(f))
@@ -209,6 +203,31 @@ func decode(v *option.Values) (*config, error) {
 		c.opts = append(c.opts, natsgo.ClientCert(cert, key))
 	}
 	return c, nil
+}
+
+// auth adds the user and password, or the token, each given inline or
+// in a *_file option.
+func (c *config) auth(v *option.Values) error {
+	user := v.String("username")
+	pass, err := bridge.Secret(v, "password")
+	if err != nil {
+		return err
+	}
+	token, err := bridge.Secret(v, "token")
+	if err != nil {
+		return err
+	}
+	switch {
+	case token != "" && (user != "" || pass != ""):
+		return &option.Error{Field: "token", Msg: "cannot be combined with username and password"}
+	case token != "":
+		c.opts = append(c.opts, natsgo.Token(token))
+		c.secrets = append(c.secrets, token)
+	case user != "" || pass != "":
+		c.opts = append(c.opts, natsgo.UserInfo(user, pass))
+		c.secrets = append(c.secrets, pass)
+	}
+	return nil
 }
 
 // parseServers turns the servers option into nats:// URLs with a port.

@@ -41,6 +41,8 @@ var Schema = &option.Schema{
 			Doc: "Column (json, jsonb or text) that receives the message metadata as a JSON object."},
 		{Name: "unknown_keys", Type: option.TypeEnum, Default: UnknownKeysError, Enum: []string{UnknownKeysError, UnknownKeysIgnore},
 			Doc: "What to do with a payload key that names no column: fail the batch (error) or drop the key (ignore)."},
+		{Name: "password_file", Type: option.TypeString,
+			Doc: "Read the password from this file (a mounted secret) instead of writing it in dsn; one trailing newline is dropped. pgx also reads PGPASSWORD and a passfile, as libpq does."},
 		{Name: "on_conflict", Type: option.TypeEnum, Default: OnConflictSkip, Enum: []string{OnConflictSkip, OnConflictError},
 			Doc: "skip: a row that collides with an existing one on id_column (or, without id_column, on any unique constraint) is not inserted; error: the collision fails the batch."},
 	},

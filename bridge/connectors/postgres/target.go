@@ -91,6 +91,14 @@ func newTarget(env *bridge.Env, v *option.Values) (*Target, error) {
 	if err != nil {
 		return nil, &option.Error{Field: "dsn", Value: t.where, Msg: "is not a valid connection string: " + scrub(err.Error(), secretsOf(dsn, nil))}
 	}
+	if v.String("password_file") != "" {
+		if cfg.Password != "" {
+			return nil, &option.Error{Field: "password_file", Msg: "cannot be combined with a password in dsn: give one of them"}
+		}
+		if cfg.Password, err = bridge.ReadSecretFile(v.String("password_file"), "password_file"); err != nil {
+			return nil, err
+		}
+	}
 	t.cfg = cfg
 	t.secrets = secretsOf(dsn, cfg)
 	return t, nil

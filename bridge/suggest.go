@@ -1,0 +1,31 @@
+package bridge
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/mqb-project/mqb/core/option"
+)
+
+// schemeHint is "; did you mean dir-spool://?" when the scheme of raw (the
+// text before "://", valid URL or not) is a near miss of a registered
+// scheme, and "" otherwise.
+func (e *Env) schemeHint(raw string) string {
+	scheme, _, ok := strings.Cut(raw, "://")
+	if !ok || scheme == "" {
+		return ""
+	}
+	if c := option.Closest(scheme, e.Schemes()); c != "" {
+		return fmt.Sprintf("; did you mean %s://?", c)
+	}
+	return ""
+}
+
+// nameHint is "; did you mean dir_spool?" when name is a near miss of a
+// connector name, and "" otherwise.
+func (e *Env) nameHint(name string) string {
+	if c := option.Closest(name, e.Names()); c != "" {
+		return fmt.Sprintf("; did you mean %s?", c)
+	}
+	return ""
+}

@@ -1,0 +1,73 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// mqb run with several route files runs them side by side; one failing
+// route does not stop the others unless --fail-fast is given.
+func TestSeveralRoutesInOneProcess(t *testing.T) {
+	dir := t.TempDir()
+	spool := func(name string) string { return filepath.Join(dir, name) }
+	route := func(name, in, out string, drain bool) string {
+		d := ""
+		if drain {
+			d = "drain: true\n"
+		}
+		return writeFile(t, filepath.Join(dir, name+".yaml"), "input: {url: \""+in+"\"}\noutput: {url: \""+out+"\"}\n"+d)
+	}
+	ok(t, "a1\na2\n", "copy", "--from", "stdin://", "--to", "dir-spool://"+spool("a"))
+	ok(t, "b1\n", "copy", "--from", "stdin://", "--to", "dir-spool://"+spool("b"))
+	a := route("orders", "dir-spool://"+spool("a"), "file://"+spool("a.out"), true)
+	b := route("invoices", "dir-spool://"+spool("b"), "file://"+spool("b.out"), true)
+
+	t.Run("both run", func(t *testing.T) {
+		r := ok(t, "", "run", a, b)
+		assert.Equal(t, "a1\na2\n", readFile(t, spool("a.out")))
+		assert.Equal(t, "b1\n", readFile(t, spool("b.out")))
+		assert.Contains(t, r.stderr, `msg="route finished" route=orders read=2`)
+		assert.Contains(t, r.stderr, `msg="route finished" route=invoices read=1`)
+	})
+
+	// A second consumer of spool a fails on the CONSUMER claim at once.
+	ok(t, "a3\n", "copy", "--from", "stdin://", "--to", "dir-spool://"+spool("a"))
+	clash := route("clash", "dir-spool://"+spool("a"), "stdout://", true)
+	waiting := route("waiting", "dir-spool://"+spool("never")+"?poll_interval=20ms", "stdout://", false)
+	t.Run("a failure leaves the others running", func(t *testing.T) {
+		ok(t, "b2\n", "copy", "--from", "stdin://", "--to", "dir-spool://"+spool("b"))
+		r := run(t, "", "run", a, clash, b)
+		assert.Equal(t, 1, r.code)
+		assert.Contains(t, r.stderr, "CONSUMER claim is held")
+		assert.Equal(t, "b1\nb2\n", readFile(t, spool("b.out")), "invoices ran to its end")
+		assert.Equal(t, 1, strings.Count(r.stderr, "mqb: "), "one error line: %s", r.stderr)
+	})
+	t.Run("--fail-fast stops the others", func(t *testing.T) {
+		start := time.Now()
+		r := run(t, "", "run", "--fail-fast", waiting, clash, a)
+		assert.Less(t, time.Since(start), 10*time.Second, "the waiting route was stopped")
+		assert.Equal(t, 1, r.code)
+		assert.Contains(t, r.stderr, "route waiting: route interrupted: route ")
+		assert.Contains(t, r.stderr, "failed and --fail-fast is set")
+	})
+	t.Run("names must differ", func(t *testing.T) {
+		other := filepath.Join(dir, "sub")
+		require.NoError(t, os.Mkdir(other, 0o700))
+		dup := writeFile(t, filepath.Join(other, "orders.yaml"), readFile(t, a))
+		r := run(t, "", "run", a, dup)
+		assert.Equal(t, 2, r.code)
+		assert.Contains(t, r.stderr, `would both be route "orders"`)
+	})
+	t.Run("a bad file starts nothing", func(t *testing.T) {
+		bad := writeFile(t, filepath.Join(dir, "bad.yaml"), "input: {url: \"nope://\"}\noutput: {url: \"stdout://\"}\n")
+		r := run(t, "", "run", b, bad)
+		assert.Equal(t, 2, r.code)
+		assert.NotContains(t, r.stderr, "route started")
+	})
+}
