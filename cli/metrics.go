@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -79,6 +80,9 @@ func newMetricsRegistry(log *slog.Logger) *metricsRegistry {
 	mr := &metricsRegistry{reg: prometheus.NewRegistry(), vecs: map[string]*prometheus.CounterVec{}, spools: &spoolCollector{}, log: log}
 	mr.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), mr.spools)
 	for _, d := range metricDefs {
+		if slices.Contains(d.Labels, "spool") {
+			continue // read from the spool at each scrape by spoolCollector
+		}
 		switch d.Type {
 		case "counter":
 			mr.vecs[d.Name] = prometheus.NewCounterVec(prometheus.CounterOpts{Name: d.Name, Help: d.Help}, d.Labels)

@@ -205,7 +205,7 @@ func (o Options) Validate() error {
 
 // fields returns o as the field map a URL or YAML would give.
 func (o Options) fields() map[string]any {
-	return map[string]any{
+	m := map[string]any{
 		"path":               o.Path,
 		"naming_pattern":     o.NamingPattern,
 		"payload_extension":  o.PayloadExt,
@@ -220,11 +220,15 @@ func (o Options) fields() map[string]any {
 		"claims":             o.Claims,
 		"bad_sidecar":        string(o.BadSidecar),
 		"poll_interval":      o.PollInterval.String(),
-		"max_messages":       o.Bounds.MaxMessages,
-		"max_bytes":          o.Bounds.MaxBytes,
-		"min_free_bytes":     o.Bounds.MinFreeBytes,
 		"when_full":          string(cmp.Or(o.Bounds.WhenFull, WhenFullBlock)),
 	}
+	for name, n := range map[string]int64{"max_messages": o.Bounds.MaxMessages,
+		"max_bytes": o.Bounds.MaxBytes, "min_free_bytes": o.Bounds.MinFreeBytes} {
+		if n != 0 { // 0 is unset: a URL that gives 0 is refused
+			m[name] = n
+		}
+	}
+	return m
 }
 
 // Layout returns the naming layout the options describe.

@@ -209,7 +209,8 @@ func TestStructOptionsRefusedLikeURL(t *testing.T) {
 // table, each as Options holds it.
 func TestOptionsFieldsRoundTrip(t *testing.T) {
 	o, err := ParseURL("dir-spool:///p?naming_pattern={seq:06}x&payload_extension=.b&metadata_extension=&shard_depth=1&shard_width=2" +
-		"&fsync=none&atomic=false&emit_done=always&stop_on_done=true&drain_on_read=false&claims=false&bad_sidecar=deliver&poll_interval=3s")
+		"&fsync=none&atomic=false&emit_done=always&stop_on_done=true&drain_on_read=false&claims=false&bad_sidecar=deliver&poll_interval=3s" +
+		"&max_messages=7&max_bytes=1KiB&min_free_bytes=2MiB&when_full=fail")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,9 +18,14 @@ var sizeUnits = map[string]int64{
 	"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
 }
 
-// ParseSize reads a byte count such as 1048576, 512KiB or 10GB.
+// ParseSize reads a byte count such as 1048576, 512KiB or 10GB. A leading
+// minus sign gives a negative count, for the caller to refuse by its bounds.
 func ParseSize(s string) (int64, error) {
 	s = strings.TrimSpace(s)
+	sign := int64(1)
+	if rest, ok := strings.CutPrefix(s, "-"); ok {
+		sign, s = -1, rest
+	}
 	i := strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' })
 	if i < 0 {
 		i = len(s)
@@ -33,7 +38,7 @@ func ParseSize(s string) (int64, error) {
 	if err != nil || n > math.MaxInt64/unit {
 		return 0, fmt.Errorf("%q is too large", s)
 	}
-	return n * unit, nil
+	return sign * n * unit, nil
 }
 
 func decodeSize(f Field, raw any) (any, error) {
