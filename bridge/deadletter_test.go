@@ -175,3 +175,22 @@ max_deliveries: 2
 	_, err = bridge.ParseConfig(strings.NewReader("input: {url: \"stdin://\"}\noutput: {url: \"stdout://\"}\nmax_deliveries: -1\n"))
 	require.ErrorIs(t, err, bridge.ErrConfig)
 }
+
+// A processor that fails on a message sends that message, as it came from
+// the source, to the dead-letter endpoint; the rest of the batch goes on.
+func TestProcessorErrorsAreDeadLettered(t *testing.T) {
+	src, tgt, dead := feed(rows(10, 3, 7)), newPicky(), &deadTarget{}
+	r := &bridge.Route{Source: src, Target: tgt, DeadLetter: dead, Retry: fastRetry(),
+		Pipeline: &bridge.Pipeline{Processors: []bridge.Processor{procFunc(func(m *bridge.Message) ([]*bridge.Message, error) {
+			if strings.HasPrefix(string(m.Payload), "bad") {
+				return nil, errors.New("cannot iterate over string")
+			}
+			return []*bridge.Message{{ID: m.ID, Metadata: m.Metadata, Payload: append([]byte("ok "), m.Payload...)}}, nil
+		})}}}
+	require.NoError(t, r.Run(context.Background()))
+	assert.Len(t, tgt.got, 8)
+	require.Len(t, dead.msgs, 2)
+	assert.Equal(t, "bad 3", string(dead.msgs[0].Payload), "the message as the source gave it")
+	assert.Contains(t, dead.msgs[0].Metadata[bridge.MetaDeadLetterError], "cannot iterate over string")
+	assert.Zero(t, src.inflight)
+}
