@@ -180,3 +180,31 @@ func BenchmarkHandoff(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkProduceBounded measures what max_messages, max_bytes and
+// min_free_bytes cost a producer when they are set but never reached: the
+// raw baseline, the bounded spool and the unbounded spool take turns, batch
+// by batch. It reports bounded-x-raw, spool-x-raw and bounded-x-spool (1.0
+// is no cost).
+func BenchmarkProduceBounded(b *testing.B) {
+	for _, fsync := range []core.FsyncPolicy{core.FsyncNone, core.FsyncBatch, core.FsyncChunk} {
+		for _, batch := range []int{1, 256} {
+			c := benchrun.Case{Op: benchrun.OpProduce, Fsync: string(fsync), BatchSize: batch, PayloadBytes: 1 << 10,
+				Sidecar: true, Layout: benchrun.LayoutFlat, Backend: osfs.Name, Bounded: true}
+			b.Run(c.Name(), func(b *testing.B) {
+				r := measureCase(b, benchDir(b), c, b.N, b.ResetTimer)
+				b.StopTimer()
+				arm := map[string]time.Duration{}
+				for i, name := range r.arms {
+					arm[name] = r.sums[i]
+				}
+				raw := r.sums[0]
+				bounded, spool := arm[benchrun.ArmBounded], arm[benchrun.ArmSpool]
+				b.ReportMetric(float64(bounded.Nanoseconds())/float64(r.n), "ns/op")
+				b.ReportMetric(raw.Seconds()/bounded.Seconds(), "bounded-x-raw")
+				b.ReportMetric(raw.Seconds()/spool.Seconds(), "spool-x-raw")
+				b.ReportMetric(spool.Seconds()/bounded.Seconds(), "bounded-x-spool")
+			})
+		}
+	}
+}

@@ -39,6 +39,13 @@ type Config struct {
 	// ShutdownTimeout bounds how long in-flight messages may take to
 	// settle after an interrupt (default 30s).
 	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
+	// DeadLetter is where messages the output refuses go, with the error
+	// in their metadata (see Route.DeadLetter): a URL, or an endpoint
+	// mapping like input and output. Unset: a refusal stops the route.
+	DeadLetter *Endpoint `yaml:"dead_letter"`
+	// MaxDeliveries is how many times a refused message is tried before it
+	// is dead-lettered (default 1).
+	MaxDeliveries int `yaml:"max_deliveries"`
 	// Pipeline holds the processors between input and output.
 	Pipeline PipelineConfig `yaml:"pipeline"`
 }
@@ -82,10 +89,14 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 // MarshalYAML writes the duration as Go prints it.
 func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
 
-// UnmarshalYAML reads an endpoint: a mapping with exactly one key, url or a
-// connector name.
+// UnmarshalYAML reads an endpoint: a URL string, or a mapping with exactly
+// one key, url or a connector name.
 func (ep *Endpoint) UnmarshalYAML(n *yaml.Node) error {
 	*ep = Endpoint{Line: n.Line}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!str" && n.Value != "" {
+		ep.URL = n.Value
+		return nil
+	}
 	if n.Kind != yaml.MappingNode || len(n.Content) != 2 {
 		return fmt.Errorf("line %d: an endpoint must hold exactly one key: url, or a connector name such as dir_spool", n.Line)
 	}
@@ -152,6 +163,9 @@ func parseConfig(src []byte) (*Config, error) {
 	if c.Batch.Size < 0 {
 		return nil, &ConfigError{Err: fmt.Errorf("batch: size must be 1 or more (got %d)", c.Batch.Size)}
 	}
+	if c.MaxDeliveries < 0 {
+		return nil, &ConfigError{Err: fmt.Errorf("max_deliveries must be 1 or more (got %d)", c.MaxDeliveries)}
+	}
 	if c.Retry.MaxRetries != nil && *c.Retry.MaxRetries < -1 {
 		return nil, &ConfigError{Err: fmt.Errorf("retry: max_retries must be -1 (forever), 0 (never) or more (got %d)", *c.Retry.MaxRetries)}
 	}
@@ -217,7 +231,7 @@ func (e *Env) NewRoute(c *Config) (*Route, error) {
 	if err != nil {
 		return nil, configErr(where("output", c.Output), err)
 	}
-	if err := checkPlaces(src, tgt); err != nil {
+	if err := checkPlaces(src, tgt, "output"); err != nil {
 		return nil, err
 	}
 	retry := DefaultRetry
@@ -236,22 +250,38 @@ func (e *Env) NewRoute(c *Config) (*Route, error) {
 	if retry.Max < retry.Initial {
 		return nil, &ConfigError{Where: "retry", Err: fmt.Errorf("max_interval %v is less than initial_interval %v", retry.Max, retry.Initial)}
 	}
+	var dead Target
+	var deadOut string
+	if c.DeadLetter != nil {
+		var rdl *Resolved
+		dead, rdl, err = e.NewTarget(*c.DeadLetter)
+		if err != nil {
+			return nil, configErr(where("dead_letter", *c.DeadLetter), err)
+		}
+		if err := checkPlaces(src, dead, "dead_letter"); err != nil {
+			return nil, err
+		}
+		deadOut = rdl.Display
+	}
 	pipe, err := c.Pipeline.pipeline()
 	if err != nil {
 		return nil, err
 	}
 	return &Route{
-		Pipeline:        pipe,
-		Source:          src,
-		Target:          tgt,
-		Input:           rin.Display,
-		Output:          rout.Display,
-		BatchSize:       c.Batch.Size,
-		BatchPeriod:     time.Duration(c.Batch.Period),
-		Drain:           c.Drain,
-		Retry:           &retry,
-		ShutdownTimeout: time.Duration(c.ShutdownTimeout),
-		Logger:          e.Logger,
+		Pipeline:         pipe,
+		DeadLetter:       dead,
+		DeadLetterOutput: deadOut,
+		MaxDeliveries:    c.MaxDeliveries,
+		Source:           src,
+		Target:           tgt,
+		Input:            rin.Display,
+		Output:           rout.Display,
+		BatchSize:        c.Batch.Size,
+		BatchPeriod:      time.Duration(c.Batch.Period),
+		Drain:            c.Drain,
+		Retry:            &retry,
+		ShutdownTimeout:  time.Duration(c.ShutdownTimeout),
+		Logger:           e.Logger,
 	}, nil
 }
 

@@ -53,7 +53,7 @@ func TestConfigErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, yaml, wantErr string
 	}{
-		{"unknown top-level key", "input: {url: \"dir-spool:///a\"}\noutput: {url: \"dir-spool:///b\"}\nbatchsize: 3\n", `line 3: unknown key "batchsize" (valid: batch, drain, input, output, pipeline, retry, shutdown_timeout)`},
+		{"unknown top-level key", "input: {url: \"dir-spool:///a\"}\noutput: {url: \"dir-spool:///b\"}\nbatchsize: 3\n", `line 3: unknown key "batchsize" (valid: batch, dead_letter, drain, input, max_deliveries, output, pipeline, retry, shutdown_timeout)`},
 		{"unknown batch key", "input: {url: \"dir-spool:///a\"}\noutput: {url: \"dir-spool:///b\"}\nbatch: {count: 3}\n", `unknown key "count" (valid: period, size)`},
 		{"bad duration", "input: {url: \"dir-spool:///a\"}\noutput: {url: \"dir-spool:///b\"}\nbatch: {period: soon}\n", `line 3: "soon" is not a duration`},
 		{"two keys in an endpoint", "input: {url: \"dir-spool:///a\", file: {path: /x}}\noutput: {url: \"dir-spool:///b\"}\n", "line 1: an endpoint must hold exactly one key"},

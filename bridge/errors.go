@@ -27,6 +27,13 @@ var (
 	// hold. The route then stops instead of retrying.
 	ErrPermanent = errors.New("permanent failure")
 
+	// ErrRejected is returned (see Reject) by a target that refuses a
+	// message for what it holds: a violated constraint, a value of the wrong
+	// type, a payload the target format cannot hold. It matches ErrPermanent
+	// too. A route with a dead-letter target moves the refused message there
+	// and goes on; without one it stops, as for any permanent failure.
+	ErrRejected = errors.New("message rejected by the target")
+
 	// ErrInterrupted is returned by Route.Run when its context ended before
 	// the input did. Every message read by then was settled: written and
 	// acknowledged, or negatively acknowledged for redelivery.
@@ -100,3 +107,21 @@ type permanentError struct{ err error }
 func (e *permanentError) Error() string        { return e.err.Error() }
 func (e *permanentError) Unwrap() error        { return e.err }
 func (e *permanentError) Is(target error) bool { return target == ErrPermanent }
+
+// Reject marks err as the target's refusal of a message for what it holds
+// (see ErrRejected). When a batch fails with it, the route narrows the batch
+// down to the messages at fault.
+func Reject(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &rejectedError{err}
+}
+
+type rejectedError struct{ err error }
+
+func (e *rejectedError) Error() string { return e.err.Error() }
+func (e *rejectedError) Unwrap() error { return e.err }
+func (e *rejectedError) Is(target error) bool {
+	return target == ErrRejected || target == ErrPermanent
+}

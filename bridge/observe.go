@@ -50,6 +50,17 @@ type BacklogReporter interface {
 	SpoolPath() string
 }
 
+// BoundedSpool is implemented by a dir-spool target, for the metrics of its
+// bounds (max_messages, max_bytes, min_free_bytes, when_full).
+type BoundedSpool interface {
+	// Bounded reports whether the spool has a bound.
+	Bounded() bool
+	// Dropped counts messages dropped because the spool was full.
+	Dropped() uint64
+	// FullWaits counts writes that waited for a consumer to make room.
+	FullWaits() uint64
+}
+
 // SpoolStatter is implemented by spool endpoints: SpoolStats scans the
 // spool and counts what it holds, for the mqb_spool_* gauges. It reads
 // the whole spool, so call it only when the values are wanted.

@@ -50,25 +50,48 @@ func (e *ProcessError) Error() string {
 
 func (e *ProcessError) Unwrap() error { return e.Err }
 
-// apply runs every message of batch through the pipeline.
-func (p *Pipeline) apply(batch []*Message) ([]*Message, error) {
+// apply runs every message of batch through the pipeline. A message a
+// processor fails on is given to refused when it is not nil (a route with
+// a dead-letter endpoint), and the others go on; without it the error ends
+// the batch.
+func (p *Pipeline) apply(batch []*Message, refused func(*Message, error) error) ([]*Message, error) {
+	var out []*Message
+	for _, m := range batch {
+		msgs, err := p.chain(m)
+		if err != nil {
+			if refused == nil {
+				return nil, err
+			}
+			if rerr := refused(m, err); rerr != nil {
+				return nil, rerr
+			}
+			continue
+		}
+		out = append(out, msgs...)
+	}
+	return out, nil
+}
+
+// chain runs one message through every processor in turn.
+func (p *Pipeline) chain(m *Message) ([]*Message, error) {
+	cur := []*Message{m}
 	for _, proc := range p.Processors {
 		var next []*Message
-		for _, m := range batch {
-			out, err := proc.Process(m)
+		for _, c := range cur {
+			res, err := proc.Process(c)
 			if err != nil {
 				return nil, &ProcessError{Processor: describeProcessor(proc), MessageID: m.ID, Err: err}
 			}
-			for i, o := range out {
-				if len(out) > 1 && o.ID == m.ID && m.ID != "" {
-					o.ID = fmt.Sprintf("%s-%d", m.ID, i) // split parts stay distinct for deduplicating targets
+			for i, o := range res {
+				if len(res) > 1 && o.ID == c.ID && c.ID != "" {
+					o.ID = fmt.Sprintf("%s-%d", c.ID, i) // split parts stay distinct for deduplicating targets
 				}
 			}
-			next = append(next, out...)
+			next = append(next, res...)
 		}
-		batch = next
+		cur = next
 	}
-	return batch, nil
+	return cur, nil
 }
 
 func describeProcessor(p Processor) string {
@@ -277,13 +300,17 @@ func (pc PipelineConfig) pipeline() (*Pipeline, error) {
 }
 
 // process runs batch through the route's pipeline. done is true when
-// nothing is left to write because every message was dropped: the batch is
-// then acknowledged. When a processor fails the batch is negatively
+// nothing is left to write because every message was dropped (or, with a
+// dead-letter endpoint, dead-lettered): the batch is then acknowledged. When a processor fails the batch is negatively
 // acknowledged and the error returned: under on_error: stop it is
 // permanent and ends the route; under on_error: nack the route retries it
 // as it retries a failed write.
 func (r *Route) process(sctx context.Context, batch []*Message, acks []AckFunc, obs Observer) (out []*Message, done bool, err error) {
-	out, perr := r.Pipeline.apply(batch)
+	var refused func(*Message, error) error
+	if r.dl != nil {
+		refused = func(m *Message, err error) error { return r.deadLetter(sctx, m, err) }
+	}
+	out, perr := r.Pipeline.apply(batch, refused)
 	switch {
 	case perr == nil && len(out) > 0:
 		return out, false, nil

@@ -24,8 +24,9 @@ type Placed interface {
 	Place() (namespace, dir string)
 }
 
-// checkPlaces refuses a route whose source and target are the same place.
-func checkPlaces(src Source, tgt Target) error {
+// checkPlaces refuses a route whose source and target are the same place;
+// side names the target in the error ("output", "dead_letter").
+func checkPlaces(src Source, tgt Target, side string) error {
 	sp, ok1 := src.(Placed)
 	tp, ok2 := tgt.(Placed)
 	if !ok1 || !ok2 {
@@ -44,8 +45,8 @@ func checkPlaces(src Source, tgt Target) error {
 	if filepath.Clean(sd) != filepath.Clean(td) {
 		how = fmt.Sprintf(" (%s and %s are both %s)", sd, td, a)
 	}
-	return &ConfigError{Err: fmt.Errorf("%w: the input and the output are both %s%s, so the route would read its own output forever: give the output another directory",
-		ErrSameDirectory, a, how)}
+	return &ConfigError{Err: fmt.Errorf("%w: the input and the %s are both %s%s, so the route would read its own output forever: give the %s another directory",
+		ErrSameDirectory, side, a, how, side)}
 }
 
 // samePlaceKey returns the text two places are compared by: the cleaned

@@ -231,6 +231,8 @@ func value(v *option.Values, f option.Field) any {
 		return v.Duration(f.Name)
 	case option.TypeFileMode:
 		return v.FileMode(f.Name)
+	case option.TypeSize:
+		return v.Size(f.Name)
 	}
 	return v.String(f.Name)
 }

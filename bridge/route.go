@@ -75,6 +75,21 @@ type Route struct {
 	// DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
 
+	// DeadLetter, when set, receives every message the target refuses for
+	// what it holds (an error matching ErrRejected), with the failure in
+	// its metadata (MetaDeadLetterError...); the route acknowledges such a
+	// message at the source only once the dead-letter target has made it
+	// durable, and goes on. Nil: a refusal stops the route.
+	DeadLetter Target
+	// DeadLetterOutput is how the dead-letter target appears in logs.
+	DeadLetterOutput string
+	// MaxDeliveries is how many times a refused message is tried before it
+	// is dead-lettered; 0 means 1.
+	MaxDeliveries int
+	// Name names the route in dead-letter metadata; "" means "input ->
+	// output".
+	Name string
+
 	// Logger receives the route's logs; nil means slog.Default().
 	Logger *slog.Logger
 	// Observer receives the route's events; nil means none.
@@ -87,6 +102,7 @@ type Route struct {
 	// redo holds the ids of messages whose write failed, which the source
 	// delivers again: read again, they count as retried, not read.
 	redo map[string]struct{}
+	dl   *deadLetters
 }
 
 // Stats returns how many messages the route has read and how many it has
@@ -166,6 +182,11 @@ func (r *Route) Run(ctx context.Context) (err error) {
 		}
 		return errors.Join(fmt.Errorf("connect target %s: %w", r.Output, err), cerr)
 	}
+	if err := r.connectDeadLetter(ctx, func(ctx context.Context) error {
+		return r.connect(ctx, retry, log, "dead_letter", r.DeadLetterOutput, r.DeadLetter.Connect)
+	}); err != nil {
+		return errors.Join(err, r.Target.Close(sctx, err), r.Source.Close(sctx))
+	}
 	start := time.Now()
 	if s, ok := obs.(StartObserver); ok {
 		s.Started()
@@ -181,13 +202,16 @@ func (r *Route) Run(ctx context.Context) (err error) {
 	if err := r.Target.Close(sctx, runErr); err != nil {
 		errs = append(errs, fmt.Errorf("close target %s: %w", r.Output, err))
 	}
+	if err := r.closeDeadLetter(sctx, runErr); err != nil {
+		errs = append(errs, err)
+	}
 	if err := r.Source.Close(sctx); err != nil {
 		errs = append(errs, fmt.Errorf("close source %s: %w", r.Input, err))
 	}
 	elapsed := time.Since(start)
 	switch {
 	case runErr == nil:
-		log.Info("route finished", "read", r.read, "written", r.written, "retried", r.retried, "elapsed", elapsed.Round(time.Millisecond))
+		log.Info("route finished", "read", r.read, "written", r.written, "retried", r.retried, "dead_lettered", r.DeadLettered(), "elapsed", elapsed.Round(time.Millisecond))
 	case errors.Is(runErr, ErrInterrupted):
 		log.Warn("route interrupted", "read", r.read, "written", r.written, "retried", r.retried, "elapsed", elapsed.Round(time.Millisecond))
 	}
@@ -326,7 +350,7 @@ func (r *Route) write(sctx context.Context, batch []*Message, acks []AckFunc, ob
 		batch, bytes = out, payloadBytes(out) // n stays the count read and acknowledged
 	}
 	t0 := time.Now()
-	werr := r.Target.WriteBatch(sctx, batch)
+	werr := r.deliver(sctx, batch)
 	if werr == nil {
 		obs.Sent(len(batch), bytes, time.Since(t0))
 		if err := settle(sctx, acks, nil); err != nil {

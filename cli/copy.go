@@ -16,6 +16,8 @@ type copyFlags struct {
 	batchSize   int
 	batchPeriod time.Duration
 	config      string
+	deadLetter  string
+	maxDeliver  int
 	jq          []string
 	run         runFlags
 }
@@ -56,6 +58,8 @@ and the flags given override it.`,
 	fl.DurationVar(&f.batchPeriod, "batch-period", 0, "how long a batch that is not full waits for more messages (0: no wait)")
 	fl.StringArrayVar(&f.jq, "jq", nil, "reshape each JSON message with a jq program, after the route file's processors: each value it yields becomes a message, none drops it (repeatable), e.g. '.items[]'")
 	fl.StringVar(&f.config, "config", "", "route file (YAML) to start from; - reads it from standard input")
+	fl.StringVar(&f.deadLetter, "dead-letter", "", "endpoint URL that receives the messages --to refuses, with the error in their metadata; without it a refusal stops the route")
+	fl.IntVar(&f.maxDeliver, "max-deliveries", 1, "how many times a refused message is tried before it goes to --dead-letter")
 	f.run.register(cmd)
 	_ = cmd.RegisterFlagCompletionFunc("from", a.completeEndpoint)
 	_ = cmd.RegisterFlagCompletionFunc("to", a.completeEndpoint)
@@ -64,7 +68,7 @@ and the flags given override it.`,
 
 // copyConfig builds the route from --config and the flags, flags winning.
 func (a *app) copyConfig(cmd *cobra.Command, f *copyFlags) (*bridge.Config, error) {
-	a.rememberSecrets(bridge.Endpoint{URL: f.from}, bridge.Endpoint{URL: f.to})
+	a.rememberSecrets(bridge.Endpoint{URL: f.from}, bridge.Endpoint{URL: f.to}, bridge.Endpoint{URL: f.deadLetter})
 	cfg := &bridge.Config{}
 	if f.config != "" {
 		c, err := a.readConfig(f.config, f.run.sets)
@@ -95,6 +99,15 @@ func (a *app) copyConfig(cmd *cobra.Command, f *copyFlags) (*bridge.Config, erro
 	}
 	if fl.Changed("drain") {
 		cfg.Drain = f.drain
+	}
+	if f.deadLetter != "" {
+		cfg.DeadLetter = &bridge.Endpoint{URL: f.deadLetter, Origin: "--dead-letter"}
+	}
+	if fl.Changed("max-deliveries") || f.config == "" {
+		if f.maxDeliver < 1 {
+			return nil, usage(fmt.Errorf("--max-deliveries must be 1 or more (got %d)", f.maxDeliver))
+		}
+		cfg.MaxDeliveries = f.maxDeliver
 	}
 	if fl.Changed("batch-size") || f.config == "" {
 		if f.batchSize < 1 {

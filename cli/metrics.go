@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +42,10 @@ var metricDefs = []metricDef{
 	{"mqb_route_up", "gauge", []string{"route"}, "1 while the route runs with its input and output connected, 0 otherwise; /ready answers 200 only while it is 1."},
 	{"mqb_spool_backlog_messages", "gauge", []string{"route", "connector", "spool"}, "Messages (chunks) waiting in a spool the route reads or writes, counted when scraped."},
 	{"mqb_spool_unexpected_files", "gauge", []string{"route", "connector", "spool"}, "Files in a spool that match no chunk name (foreign files, wrong extensions), counted when scraped."},
+	{"mqb_spool_bytes", "gauge", []string{"route", "connector", "spool"}, "Bytes of the payload and sidecar files in a spool the route reads or writes, counted when scraped."},
+	{"mqb_spool_full_waits_total", "counter", []string{"route", "connector", "spool"}, "Writes to a bounded spool that waited for a consumer to make room (when_full=block)."},
+	{"mqb_spool_dropped_total", "counter", []string{"route", "connector", "spool"}, "Messages dropped because a bounded spool was full (when_full=drop_newest); each is also logged."},
+	{"mqb_dead_letters_total", "counter", []string{"route", "connector"}, "Messages the output refused that the route moved to its dead-letter endpoint (connector: the output's)."},
 }
 
 func metricDef1(name string) metricDef {
@@ -75,6 +80,9 @@ func newMetricsRegistry(log *slog.Logger) *metricsRegistry {
 	mr := &metricsRegistry{reg: prometheus.NewRegistry(), vecs: map[string]*prometheus.CounterVec{}, spools: &spoolCollector{}, log: log}
 	mr.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), mr.spools)
 	for _, d := range metricDefs {
+		if slices.Contains(d.Labels, "spool") {
+			continue // read from the spool at each scrape by spoolCollector
+		}
 		switch d.Type {
 		case "counter":
 			mr.vecs[d.Name] = prometheus.NewCounterVec(prometheus.CounterOpts{Name: d.Name, Help: d.Help}, d.Labels)
@@ -99,6 +107,7 @@ type metrics struct {
 	acks, nacks              prometheus.Counter
 	sent, sentBytes, batches prometheus.Counter
 	errors, retries          prometheus.Counter
+	deadLetters              prometheus.Counter
 	latency                  prometheus.Observer
 	up                       prometheus.Gauge
 	ready                    atomic.Bool
@@ -119,6 +128,7 @@ func (mr *metricsRegistry) route(route *bridge.Route, l routeLabels) *metrics {
 		batches:       counter("mqb_output_batches_total", l.output),
 		errors:        counter("mqb_output_errors_total", l.output),
 		retries:       counter("mqb_output_retries_total", l.output),
+		deadLetters:   counter("mqb_dead_letters_total", l.output),
 		latency:       mr.latency.WithLabelValues(l.route, l.output),
 		up:            mr.up.WithLabelValues(l.route),
 	}
@@ -187,6 +197,7 @@ func (m *metrics) WriteFailed(int, error)      { m.errors.Inc() }
 func (m *metrics) Acked(n int)                 { m.acks.Add(float64(n)) }
 func (m *metrics) Nacked(n int)                { m.nacks.Add(float64(n)) }
 func (m *metrics) Retrying(int, time.Duration) { m.retries.Inc() }
+func (m *metrics) DeadLettered(n int)          { m.deadLetters.Add(float64(n)) }
 
 type spoolEnd struct {
 	s                bridge.SpoolStatter
@@ -209,6 +220,9 @@ func (c *spoolCollector) add(e spoolEnd) {
 var (
 	backlogDesc    = spoolDesc("mqb_spool_backlog_messages")
 	unexpectedDesc = spoolDesc("mqb_spool_unexpected_files")
+	bytesDesc      = spoolDesc("mqb_spool_bytes")
+	fullWaitsDesc  = spoolDesc("mqb_spool_full_waits_total")
+	droppedDesc    = spoolDesc("mqb_spool_dropped_total")
 )
 
 func spoolDesc(name string) *prometheus.Desc {
@@ -219,6 +233,9 @@ func spoolDesc(name string) *prometheus.Desc {
 func (c *spoolCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- backlogDesc
 	ch <- unexpectedDesc
+	ch <- bytesDesc
+	ch <- fullWaitsDesc
+	ch <- droppedDesc
 }
 
 func (c *spoolCollector) Collect(ch chan<- prometheus.Metric) {
@@ -226,12 +243,17 @@ func (c *spoolCollector) Collect(ch chan<- prometheus.Metric) {
 	ends := append([]spoolEnd(nil), c.ends...)
 	c.mu.Unlock()
 	for _, e := range ends {
-		backlog, unexpected := math.NaN(), math.NaN() // not open yet, or the scan failed
+		backlog, unexpected, bytes := math.NaN(), math.NaN(), math.NaN() // not open yet, or the scan failed
 		if st, err := e.s.SpoolStats(); err == nil {
-			backlog, unexpected = float64(st.Chunks), float64(st.Unexpected)
+			backlog, unexpected, bytes = float64(st.Chunks), float64(st.Unexpected), float64(st.Bytes+st.MetaBytes)
 		}
 		labels := []string{e.route, e.connector, e.s.SpoolPath()}
 		ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, backlog, labels...)
 		ch <- prometheus.MustNewConstMetric(unexpectedDesc, prometheus.GaugeValue, unexpected, labels...)
+		ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.GaugeValue, bytes, labels...)
+		if b, ok := e.s.(bridge.BoundedSpool); ok && b.Bounded() {
+			ch <- prometheus.MustNewConstMetric(fullWaitsDesc, prometheus.CounterValue, float64(b.FullWaits()), labels...)
+			ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.CounterValue, float64(b.Dropped()), labels...)
+		}
 	}
 }

@@ -215,3 +215,11 @@ func (m multiObserver) Retrying(attempt int, wait time.Duration) {
 		o.Retrying(attempt, wait)
 	}
 }
+
+func (m multiObserver) DeadLettered(n int) {
+	for _, o := range m {
+		if d, ok := o.(bridge.DeadLetterObserver); ok {
+			d.DeadLettered(n)
+		}
+	}
+}

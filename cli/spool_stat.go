@@ -44,12 +44,21 @@ type statReport struct {
 	Tmp        int              `json:"tmp_files"`
 	Orphans    int              `json:"orphan_sidecars"`
 	Unexpected int              `json:"unexpected_files"`
+	Bounds     *boundsInfo      `json:"bounds,omitempty"`
 	// Foreign counts files with the payload extension that fit no chunk
 	// name; Layout says which options would read the chunk-like ones.
 	Foreign      int      `json:"foreign_payload_files"`
 	ForeignNames []string `json:"foreign_payload_names,omitempty"`
 	Links        []string `json:"symbolic_links,omitempty"`
 	Layout       string   `json:"layout_mismatch,omitempty"`
+}
+
+// boundsInfo is how full a bounded spool is: its limits (from the URL given
+// to stat, else as its producer recorded them) against what it holds.
+type boundsInfo struct {
+	core.Bounds
+	Chunks int64 `json:"chunks"`
+	Bytes  int64 `json:"bytes"` // payload and sidecar files, as max_bytes counts them
 }
 
 func (a *app) spoolStatCommand() *cobra.Command {
@@ -125,7 +134,11 @@ func spoolStat(fsys core.FS, o dirspool.Config) (*statReport, error) {
 			}
 		}
 		*c.dst = ci
+		if h != nil && h.Bounds != nil && !o.Bounds.Set() {
+			o.Bounds = *h.Bounds
+		}
 	}
+	rep.Bounds = statBounds(o.Options, st)
 	done, err := core.ReadDone(fsys)
 	var pathErr *fs.PathError
 	switch {
@@ -184,6 +197,9 @@ func printStat(cmd *cobra.Command, r *statReport) {
 	} else {
 		fmt.Fprintf(w, "done\tno DONE sentinel\n")
 	}
+	if b := r.Bounds; b != nil {
+		fmt.Fprintf(w, "bounds\t%s\n", b)
+	}
 	if r.Tmp+r.Orphans+r.Unexpected > 0 {
 		fmt.Fprintf(w, "other\t%d tmp file(s), %d orphan sidecar(s), %d unexpected file(s)\n", r.Tmp, r.Orphans, r.Unexpected)
 	}
@@ -226,4 +242,28 @@ func holderText(c *claimInfo) string {
 		s += fmt.Sprintf(" (%s: no details)", strings.Join(missing, ", "))
 	}
 	return s
+}
+func statBounds(o core.Options, st *core.Stats) *boundsInfo {
+	if !o.Bounds.Set() {
+		return nil
+	}
+	b := &boundsInfo{Bounds: o.Bounds, Chunks: int64(st.Chunks), Bytes: st.Bytes + st.MetaBytes}
+	if b.WhenFull == "" {
+		b.WhenFull = core.WhenFullBlock
+	}
+	return b
+}
+
+func (b *boundsInfo) String() string {
+	var parts []string
+	if b.MaxMessages > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d messages (%d%%)", b.Chunks, b.MaxMessages, b.Chunks*100/b.MaxMessages))
+	}
+	if b.MaxBytes > 0 {
+		parts = append(parts, fmt.Sprintf("%s of %s (%d%%)", benchrun.FormatSize(b.Bytes), benchrun.FormatSize(b.MaxBytes), b.Bytes*100/b.MaxBytes))
+	}
+	if b.MinFreeBytes > 0 {
+		parts = append(parts, "keeps "+benchrun.FormatSize(b.MinFreeBytes)+" free on the filesystem")
+	}
+	return strings.Join(parts, ", ") + "; when full: " + string(b.WhenFull)
 }

@@ -38,6 +38,7 @@ func spoolChecks() []check {
 		{"ClaimsEnforced", checkClaimsEnforced},
 		{"SequenceExhausted", checkSeqExhausted},
 		{"CorruptSidecar", checkCorruptSidecar},
+		{"SpoolBounds", checkBounds},
 	}
 }
 

@@ -21,6 +21,11 @@ var (
 	// The producer never wraps around or widens the names.
 	ErrSequenceExhausted = errors.New("sequence numbers exhausted")
 
+	// ErrSpoolFull is returned by Producer.Write with when_full=fail when a
+	// message does not fit in the spool's bounds (max_messages, max_bytes,
+	// min_free_bytes). Nothing of that message was written.
+	ErrSpoolFull = errors.New("spool is full")
+
 	// ErrProducerFailed is returned by every Producer.Write after a sync or
 	// an undo step failed: the fate of the data is unknown, so the producer
 	// refuses to go on. Open a new producer to recover.
@@ -51,6 +56,8 @@ type Holder struct {
 	Host    string    `json:"host"`
 	Since   time.Time `json:"since"`
 	NextSeq *uint64   `json:"next_seq,omitempty"`
+	// Bounds are a bounded producer's limits, for `mqb spool stat`.
+	Bounds *Bounds `json:"bounds,omitempty"`
 }
 
 // ClaimError is the error for a claim held by another process.

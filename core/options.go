@@ -1,6 +1,7 @@
 package core
 
 import (
+	"cmp"
 	"net/url"
 	"slices"
 	"time"
@@ -103,6 +104,14 @@ var SpoolSchema = &option.Schema{
 			Doc: "What a consumer does with a sidecar it cannot parse: stop with an error naming the file, or deliver the payload with whatever parses (a string message_id, string metadata values) and a warning once per file."},
 		{Name: "poll_interval", Type: option.TypeDuration, Default: "250ms",
 			Doc: "How often a waiting consumer looks for new chunks. Backends with wake-ups (inotify) react at once and poll only as a safety net."},
+		{Name: "max_messages", Type: option.TypeInt, Default: "0", Min: 0,
+			Doc: "Most chunks a producer lets the spool hold; when_full says what happens to a message past it. 0 (the default): no limit."},
+		{Name: "max_bytes", Type: option.TypeSize, Default: "0", Min: 0,
+			Doc: "Most bytes of payload and sidecar files a producer lets the spool hold, such as 512MiB or 10GB (filesystem block overhead is not counted). 0 (the default): no limit."},
+		{Name: "min_free_bytes", Type: option.TypeSize, Default: "0", Min: 0,
+			Doc: "Free space a producer leaves on the spool's filesystem, such as 1GiB, so that a stalled consumer never fills the disk for everyone else. 0 (the default): no limit."},
+		{Name: "when_full", Type: option.TypeEnum, Default: string(WhenFullBlock), Enum: WhenFullValues,
+			Doc: "What a producer does with a message that does not fit the bounds above: block (wait for the consumer, so the source stops reading and acknowledging), fail (stop with an error), or drop_newest (drop it, count it in mqb_spool_dropped_total and log it)."},
 	},
 }
 
@@ -124,6 +133,9 @@ type Options struct {
 	Claims        bool
 	BadSidecar    BadSidecar
 	PollInterval  time.Duration
+	// Bounds limit what a producer lets the spool hold (max_messages,
+	// max_bytes, min_free_bytes, when_full). Consumers ignore them.
+	Bounds Bounds
 
 	// ExitWhenEmpty makes Consumer.Read return ErrEnd as soon as the backlog
 	// is empty and nothing is in flight (the route's --drain). It has no URL
@@ -163,6 +175,11 @@ func OptionsFromValues(v *option.Values) (Options, error) {
 		BadSidecar:    BadSidecar(v.String("bad_sidecar")),
 		PollInterval:  v.Duration("poll_interval"),
 	}
+	b, err := boundsFromValues(v)
+	if err != nil {
+		return o, err
+	}
+	o.Bounds = b
 	return o, o.Validate()
 }
 
@@ -179,13 +196,16 @@ func (o Options) Validate() error {
 	if o.PollInterval <= 0 {
 		return &option.Error{Field: "poll_interval", Value: o.PollInterval.String(), Msg: "must be positive"}
 	}
+	if err := o.Bounds.Validate(); err != nil {
+		return err
+	}
 	_, err := o.Layout()
 	return err
 }
 
 // fields returns o as the field map a URL or YAML would give.
 func (o Options) fields() map[string]any {
-	return map[string]any{
+	m := map[string]any{
 		"path":               o.Path,
 		"naming_pattern":     o.NamingPattern,
 		"payload_extension":  o.PayloadExt,
@@ -200,7 +220,15 @@ func (o Options) fields() map[string]any {
 		"claims":             o.Claims,
 		"bad_sidecar":        string(o.BadSidecar),
 		"poll_interval":      o.PollInterval.String(),
+		"when_full":          string(cmp.Or(o.Bounds.WhenFull, WhenFullBlock)),
 	}
+	for name, n := range map[string]int64{"max_messages": o.Bounds.MaxMessages,
+		"max_bytes": o.Bounds.MaxBytes, "min_free_bytes": o.Bounds.MinFreeBytes} {
+		if n != 0 { // 0 is unset: a URL that gives 0 is refused
+			m[name] = n
+		}
+	}
+	return m
 }
 
 // Layout returns the naming layout the options describe.

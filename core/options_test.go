@@ -21,6 +21,7 @@ func TestParseURLDefaults(t *testing.T) {
 		Path: "/var/spool/orders", NamingPattern: "{seq:09}", PayloadExt: ".bin", MetadataExt: ".json",
 		ShardDepth: 0, ShardWidth: 3, Fsync: FsyncChunk, Atomic: true, EmitDone: EmitNever,
 		DrainOnRead: true, Claims: true, BadSidecar: BadSidecarFail, PollInterval: 250 * time.Millisecond,
+		Bounds: Bounds{WhenFull: WhenFullBlock},
 	}
 	if !reflect.DeepEqual(o, want) {
 		t.Fatalf("got %+v\nwant %+v", o, want)
@@ -177,6 +178,9 @@ func TestStructOptionsRefusedLikeURL(t *testing.T) {
 		{"poll_interval=0s", func(o *Options) { o.PollInterval = 0 }},
 		{"naming_pattern=x{seq:09}", func(o *Options) { o.NamingPattern = "x{seq:09}" }},
 		{"payload_extension=bin", func(o *Options) { o.PayloadExt = "bin" }},
+		{"max_messages=-1", func(o *Options) { o.Bounds.MaxMessages = -1 }},
+		{"max_bytes=-5", func(o *Options) { o.Bounds.MaxBytes = -5 }},
+		{"when_full=sometimes", func(o *Options) { o.Bounds.WhenFull = "sometimes" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
@@ -205,7 +209,8 @@ func TestStructOptionsRefusedLikeURL(t *testing.T) {
 // table, each as Options holds it.
 func TestOptionsFieldsRoundTrip(t *testing.T) {
 	o, err := ParseURL("dir-spool:///p?naming_pattern={seq:06}x&payload_extension=.b&metadata_extension=&shard_depth=1&shard_width=2" +
-		"&fsync=none&atomic=false&emit_done=always&stop_on_done=true&drain_on_read=false&claims=false&bad_sidecar=deliver&poll_interval=3s")
+		"&fsync=none&atomic=false&emit_done=always&stop_on_done=true&drain_on_read=false&claims=false&bad_sidecar=deliver&poll_interval=3s" +
+		"&max_messages=7&max_bytes=1KiB&min_free_bytes=2MiB&when_full=fail")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,10 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/mqb-project/mqb/core/option"
 )
 
 // Producer appends messages to a spool. It holds the PRODUCER claim (unless
@@ -30,6 +33,11 @@ type Producer struct {
 	failed   error // sticky: set after a failed sync or undo
 	closed   bool
 	madeDirs map[string]bool // shard directories known to exist
+
+	use       *usage        // what the spool holds; nil when Options.Bounds has no limit
+	dropped   atomic.Uint64 // messages dropped by when_full=drop_newest
+	onDrop    func(Message)
+	fullWaits atomic.Uint64 // writes that waited for room
 }
 
 // DoneRecord is the content of the DONE sentinel.
@@ -58,12 +66,38 @@ func OpenProducer(fsys FS, o Options) (*Producer, error) {
 			return nil, err
 		}
 		p.claim, prev = c, h
+		if o.Bounds.Set() {
+			b := o.Bounds
+			p.claim.holder.Bounds = &b
+		}
 	}
 	if err := p.recover(prev); err != nil {
 		p.releaseClaim()
 		return nil, err
 	}
+	if err := p.openUsage(); err != nil {
+		p.releaseClaim()
+		return nil, err
+	}
 	return p, nil
+}
+
+// openUsage counts what the spool holds when the options bound it.
+func (p *Producer) openUsage() error {
+	b := p.opts.Bounds
+	if !b.Set() {
+		return nil
+	}
+	if _, ok := p.fsys.(SpaceReporter); b.MinFreeBytes > 0 && !ok {
+		return &option.Error{Field: "min_free_bytes", Value: fmt.Sprint(b.MinFreeBytes),
+			Msg: "needs a backend that reports free space, such as os"}
+	}
+	u, err := newUsage(p.fsys, p.layout)
+	if err != nil {
+		return p.errorf("count the spool's chunks for its bounds: %w", err)
+	}
+	p.use = u
+	return nil
 }
 
 func (p *Producer) releaseClaim() {
@@ -190,6 +224,10 @@ func (p *Producer) Count() uint64 {
 // every chunk committed before the failure; with batch and none, a failed
 // batch is undone, so n is 0 or len(msgs).
 //
+// With Options.Bounds set, a batch that does not fit is written in parts as
+// room appears (when_full=block), refused with ErrSpoolFull (fail), or the
+// messages that do not fit are dropped and counted in n (drop_newest).
+//
 // Messages without an ID get a fresh one (the Message values are updated).
 // The sequence numbers of a failed batch are never used again.
 func (p *Producer) Write(ctx context.Context, msgs []Message) (n int, err error) {
@@ -213,6 +251,34 @@ func (p *Producer) Write(ctx context.Context, msgs []Message) (n int, err error)
 			msgs[i].ID = NewMessageID()
 		}
 	}
+	if p.use == nil {
+		return p.write(ctx, msgs)
+	}
+	for len(msgs) > 0 {
+		fit, err := p.admit(ctx, msgs)
+		if err != nil {
+			return n, err
+		}
+		if fit == 0 { // when_full=drop_newest
+			p.dropped.Add(1)
+			if p.onDrop != nil {
+				p.onDrop(msgs[0])
+			}
+			n, msgs = n+1, msgs[1:]
+			continue
+		}
+		k, err := p.write(ctx, msgs[:fit])
+		n += k
+		if err != nil {
+			return n, err
+		}
+		msgs = msgs[fit:]
+	}
+	return n, nil
+}
+
+// write stores msgs: one chunk at a time with fsync=chunk, else as one batch.
+func (p *Producer) write(ctx context.Context, msgs []Message) (n int, err error) {
 	if p.opts.Fsync == FsyncChunk {
 		for i := range msgs {
 			if err := ctx.Err(); err != nil {
@@ -242,6 +308,7 @@ type chunkFiles struct {
 	payTmp, sideTmp   string // names written first (== final names when atomic=false)
 	payDone, sideDone bool   // the final name exists and is ours
 	payTmpMade        bool
+	size              int64 // bytes of payload and sidecar
 	sideTmpMade       bool
 }
 
@@ -281,8 +348,11 @@ func (p *Producer) writeBatch(msgs []Message) (err error) {
 	// 1-2. Sidecar then payload of every chunk, under their write names.
 	for i := range chunks {
 		c := &chunks[i]
+		c.size = int64(len(msgs[i].Payload))
 		if c.sidecar != "" {
-			made, err := p.writeFile(c.dir, c.sideTmp, encodeSidecar(msgs[i].ID, msgs[i].Metadata))
+			side := encodeSidecar(msgs[i].ID, msgs[i].Metadata)
+			c.size += int64(len(side))
+			made, err := p.writeFile(c.dir, c.sideTmp, side)
 			c.sideTmpMade = made // a file that failed half-written is ours to undo too
 			if err != nil {
 				return err
@@ -331,6 +401,11 @@ func (p *Producer) writeBatch(msgs []Message) (err error) {
 		return err
 	}
 	p.count += uint64(len(chunks))
+	if p.use != nil {
+		for i := range chunks {
+			p.use.add(chunks[i].seq, chunks[i].size)
+		}
+	}
 	last := first + uint64(len(chunks)) - 1
 	p.lastSeq = &last
 	return nil

@@ -38,6 +38,7 @@ func walkLeaves(fsys FS, l *Layout, fn func(dir string, entries []fs.DirEntry) e
 type Stats struct {
 	Chunks     int    // committed payloads
 	Bytes      int64  // their payload bytes
+	MetaBytes  int64  // their sidecars' bytes
 	Oldest     string // name of the first payload, "" when empty
 	Newest     string // name of the last payload
 	OldestSeq  uint64
@@ -87,6 +88,9 @@ func Scan(fsys FS, o Options) (*Stats, error) {
 				}
 			case KindSidecar:
 				sidecars = append(sidecars, seq)
+				if fi, err := e.Info(); err == nil {
+					st.MetaBytes += fi.Size()
+				}
 			default:
 				st.Tmp++
 			}
@@ -107,4 +111,37 @@ func isControlFile(name string) bool {
 		return true
 	}
 	return false
+}
+
+// MessageIDs returns the message ids recorded in the sidecars of the
+// committed chunks of a spool (a spool without sidecars has none). A
+// dead-letter route reads them once, to dead-letter a message at most once.
+func MessageIDs(fsys FS, o Options) (map[string]bool, error) {
+	l, err := o.Layout()
+	if err != nil {
+		return nil, err
+	}
+	ids := map[string]bool{}
+	if !l.Sidecars() {
+		return ids, nil
+	}
+	err = walkLeaves(fsys, l, func(dir string, entries []fs.DirEntry) error {
+		for _, e := range entries {
+			seq, kind, ok := l.ParseLeaf(dir, e.Name())
+			if !ok || kind != KindPayload || !e.Type().IsRegular() {
+				continue
+			}
+			b, err := readAll(fsys, l.Sidecar(seq))
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // consumed meanwhile, or written without a sidecar
+			} else if err != nil {
+				return err
+			}
+			if id, _, err := decodeSidecar(b); err == nil && id != "" {
+				ids[id] = true
+			}
+		}
+		return nil
+	})
+	return ids, err
 }

@@ -22,6 +22,10 @@ type Case struct {
 	Sidecar      bool
 	Layout       string // LayoutFlat or LayoutSharded
 	Backend      string // osfs.Name or memfs.Name
+	// Bounded adds an arm (ArmBounded, before ArmSpool) that produces with
+	// every spool bound set high enough never to be reached, to measure
+	// what the accounting costs. Produce cases only.
+	Bounded bool
 }
 
 // Name returns the case as benchmark name elements, for example
@@ -31,8 +35,12 @@ func (c Case) Name() string {
 	if c.Sidecar {
 		side = "on"
 	}
-	return fmt.Sprintf("fsync=%s/batch=%d/size=%s/sidecar=%s/layout=%s/backend=%s",
+	name := fmt.Sprintf("fsync=%s/batch=%d/size=%s/sidecar=%s/layout=%s/backend=%s",
 		c.Fsync, c.BatchSize, FormatSize(int64(c.PayloadBytes)), side, c.Layout, c.Backend)
+	if c.Bounded {
+		name += "/bound=on"
+	}
+	return name
 }
 
 func (c Case) validate() error {
@@ -49,12 +57,17 @@ func (c Case) validate() error {
 		return fmt.Errorf("layout %q: must be %s or %s", c.Layout, LayoutFlat, LayoutSharded)
 	case c.Backend != osfs.Name && c.Backend != memfs.Name:
 		return fmt.Errorf("backend %q: must be %s or %s", c.Backend, osfs.Name, memfs.Name)
+	case c.Bounded && c.Op != OpProduce:
+		return fmt.Errorf("bounded: only produce cases have a bounded arm")
 	}
 	return nil
 }
 
 // ArmSpool is the name of the arm that runs the library.
 const ArmSpool = "spool"
+
+// ArmBounded is the name of the arm that produces into a bounded spool.
+const ArmBounded = "spool/bounded"
 
 // RawArmPrefix starts the name of every raw-baseline arm.
 const RawArmPrefix = "raw"
@@ -120,6 +133,17 @@ func NewTrial(dir string, c Case) (t *Trial, err error) {
 		}
 		t.arms = append(t.arms, a)
 	}
+	if c.Bounded {
+		d, err := subdir(work, "bounded")
+		if err != nil {
+			return nil, err
+		}
+		a, err := t.boundedArm(d)
+		if err != nil {
+			return nil, err
+		}
+		t.arms = append(t.arms, a)
+	}
 	d, err := subdir(work, "spool")
 	if err != nil {
 		return nil, err
@@ -130,6 +154,22 @@ func NewTrial(dir string, c Case) (t *Trial, err error) {
 	}
 	t.arms = append(t.arms, a)
 	return t, nil
+}
+
+// boundedArm produces with max_messages, max_bytes and min_free_bytes all
+// set but never reached: the cost of the account and of statfs.
+func (t *Trial) boundedArm(dir string) (*arm, error) {
+	c := t.c
+	o := spoolOptions(dir, c.Fsync, c.Layout, c.Sidecar)
+	o.Bounds = core.Bounds{MaxMessages: 1 << 40, MaxBytes: 1 << 60, WhenFull: core.WhenFullFail}
+	if c.Backend == osfs.Name {
+		o.Bounds.MinFreeBytes = 1
+	}
+	p, err := newSpoolProducer(c.Backend, dir, o, t.payload)
+	if err != nil {
+		return nil, err
+	}
+	return &arm{name: ArmBounded, prep: p.prepare, step: func(int) error { return p.write() }, stop: p.close}, nil
 }
 
 func (t *Trial) spoolArm(dir string) (*arm, error) {

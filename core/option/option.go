@@ -174,6 +174,7 @@ var decoders = map[FieldType]func(f Field, raw any) (any, error){
 	TypeInt:      decodeInt,
 	TypeDuration: decodeDuration,
 	TypeFileMode: decodeFileMode,
+	TypeSize:     decodeSize,
 }
 
 func decodeString(f Field, raw any) (any, error) {

@@ -66,6 +66,9 @@ var Allowed = map[string]string{
 	"payload_extension":  "a suffix such as `.bin`: a dot and a name, not ending in `.tmp`",
 	"metadata_extension": "empty (no sidecars), or a suffix such as `.json`: a dot and a name, not ending in `.tmp`; neither extension may end with the other",
 	"backend":            "`os`, `memfs`, or a name a library user registered",
+	"max_messages":       "1 or more; unset (0) for no limit",
+	"max_bytes":          "1 or more bytes, with an optional unit: `B`, `kB`, `MB`, `GB`, `TB`, `KiB`, `MiB`, `GiB`, `TiB`; unset (0) for no limit",
+	"min_free_bytes":     "as max_bytes",
 }
 
 // Config is a decoded dir_spool endpoint: what core reads, and what picks
@@ -290,6 +293,8 @@ type Target struct {
 var (
 	_ bridge.Target          = (*Target)(nil)
 	_ bridge.BacklogReporter = (*Target)(nil)
+	_ bridge.HeldIDLister    = (*Target)(nil)
+	_ bridge.BoundedSpool    = (*Target)(nil)
 	_ bridge.Placed          = (*Target)(nil)
 	_ bridge.SpoolStatter    = (*Target)(nil)
 )
@@ -307,8 +312,37 @@ func (t *Target) Connect(ctx context.Context) error {
 		t.release()
 		return err
 	}
+	t.p.OnDrop(func(m core.Message) {
+		t.env.Logger.Warn("spool full: message dropped (when_full=drop_newest)", "spool", t.opts.Path, "id", m.ID)
+	})
 	return nil
 }
+
+// HeldIDs returns the message ids of the chunks in the spool, so that a
+// route using the spool as its dead-letter target writes each message once.
+func (t *Target) HeldIDs(ctx context.Context) (map[string]bool, error) {
+	return core.MessageIDs(t.fsys, t.opts.Options)
+}
+
+// Dropped counts the messages when_full=drop_newest dropped.
+func (t *Target) Dropped() uint64 {
+	if t.p == nil {
+		return 0
+	}
+	return t.p.Dropped()
+}
+
+// FullWaits counts the writes that waited for room (when_full=block).
+func (t *Target) FullWaits() uint64 {
+	if t.p == nil {
+		return 0
+	}
+	return t.p.FullWaits()
+}
+
+// Bounded reports whether the spool has a bound (max_messages, max_bytes,
+// min_free_bytes).
+func (t *Target) Bounded() bool { return t.opts.Bounds.Set() }
 
 // WriteBatch writes one chunk per message and returns once they are
 // committed. When a batch fails part way (fsync=chunk), the chunks already
@@ -329,6 +363,9 @@ func (t *Target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 		batch = append(batch, core.Message{ID: m.ID, Metadata: m.Metadata, Payload: m.Payload})
 	}
 	n, err := t.p.Write(ctx, batch)
+	if errors.Is(err, core.ErrSpoolFull) {
+		err = bridge.Permanent(err) // when_full=fail asked to stop, not to wait
+	}
 	if err != nil {
 		for _, m := range batch[:n] {
 			if m.ID != "" {

@@ -292,7 +292,7 @@ func (t *Target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 	batch, err := t.statements(msgs)
 	if err != nil {
 		// The payloads themselves do not fit: writing them again cannot help.
-		return bridge.Permanent(fmt.Errorf("postgres: table %s: %w", t.rel, err))
+		return bridge.Reject(fmt.Errorf("postgres: table %s: %w", t.rel, err))
 	}
 	if t.conn == nil || t.conn.IsClosed() {
 		if err := t.dial(ctx); err != nil {
@@ -309,7 +309,10 @@ func (t *Target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 			t.conn = nil
 		}
 		err = t.errorf(err, "insert %d message(s) into %s", len(msgs), t.rel)
-		if permanent(err) {
+		switch {
+		case rejected(err):
+			return bridge.Reject(err)
+		case permanent(err):
 			return bridge.Permanent(err)
 		}
 		return err
@@ -320,22 +323,36 @@ func (t *Target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 	return nil
 }
 
-// permanent reports a server error that the same batch would get again:
-// bad data (class 22), a violated constraint (23, but for a foreign key
-// whose row may yet arrive), an undefined table or column, or a privilege
-// missing (42).
-func permanent(err error) bool {
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) || len(pe.Code) != 5 {
+// rejected reports a server error about what a row holds, which the same
+// row would get again: bad data (class 22) or a violated constraint (23, but
+// for a foreign key whose row may yet arrive).
+func rejected(err error) bool {
+	code := sqlState(err)
+	switch {
+	case len(code) != 5:
 		return false
-	}
-	switch pe.Code[:2] {
-	case "22", "42":
+	case code[:2] == "22":
 		return true
-	case "23":
-		return pe.Code != "23503"
+	case code[:2] == "23":
+		return code != "23503"
 	}
 	return false
+}
+
+// permanent reports a server error about the table rather than a row, which
+// every batch would get: an undefined table or column, or a privilege
+// missing (class 42).
+func permanent(err error) bool {
+	code := sqlState(err)
+	return len(code) == 5 && code[:2] == "42"
+}
+
+func sqlState(err error) string {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return ""
+	}
+	return pe.Code
 }
 
 func isServerError(err error) bool {

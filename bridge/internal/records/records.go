@@ -301,7 +301,7 @@ func (b *Batch) Commit() {
 
 // Encode encodes payloads without changing the encoder's state; call
 // Commit on the result once it was written. A payload the format cannot
-// hold is an error matching bridge.ErrPermanent that says which (ids[i]
+// hold is an error matching bridge.ErrRejected that says which (ids[i]
 // names payloads[i]).
 func (e *Encoder) Encode(payloads [][]byte, ids []string) (*Batch, error) {
 	out := &Batch{e: e}
@@ -314,7 +314,7 @@ func (e *Encoder) Encode(payloads [][]byte, ids []string) (*Batch, error) {
 	}
 	for i, p := range payloads {
 		bad := func(format string, args ...any) error {
-			return bridge.Permanent(fmt.Errorf("message %s: "+format, append([]any{ids[i]}, args...)...))
+			return bridge.Reject(fmt.Errorf("message %s: "+format, append([]any{ids[i]}, args...)...))
 		}
 		switch e.format {
 		case Raw:

@@ -1,0 +1,160 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"strconv"
+	"time"
+)
+
+// Metadata keys a route adds to a message it moves to its dead-letter
+// target.
+const (
+	MetaDeadLetterError    = "dead_letter_error"    // the target's error
+	MetaDeadLetterRoute    = "dead_letter_route"    // the route's name
+	MetaDeadLetterSource   = "dead_letter_source"   // the input, redacted
+	MetaDeadLetterTarget   = "dead_letter_target"   // the output that refused it, redacted
+	MetaDeadLetterAttempts = "dead_letter_attempts" // deliveries tried, counting the last
+	MetaDeadLetterTime     = "dead_letter_time"     // when, RFC 3339 UTC
+)
+
+// HeldIDLister is implemented by targets that can list the message ids they
+// hold (a dir-spool target). A route asks its dead-letter target once, at
+// connect, so that a message dead-lettered just before a crash is not
+// dead-lettered a second time when the source delivers it again.
+type HeldIDLister interface {
+	HeldIDs(ctx context.Context) (map[string]bool, error)
+}
+
+// DeadLetterObserver is implemented by observers that count dead letters.
+type DeadLetterObserver interface {
+	DeadLettered(n int)
+}
+
+// deadLetters is a route's dead-letter state.
+type deadLetters struct {
+	target   Target
+	output   string
+	maxTries int
+	held     map[string]bool // ids already in the dead-letter target
+	attempts map[string]int  // refusals per message id, while under maxTries
+	count    int64
+}
+
+// connectDeadLetter connects the dead-letter target with connect (the
+// route's retrying connect) and learns which ids it holds.
+func (r *Route) connectDeadLetter(ctx context.Context, connect func(context.Context) error) error {
+	if r.DeadLetter == nil {
+		return nil
+	}
+	if err := connect(ctx); err != nil {
+		return fmt.Errorf("connect dead-letter target %s: %w", r.DeadLetterOutput, err)
+	}
+	r.dl = &deadLetters{target: r.DeadLetter, output: r.DeadLetterOutput,
+		maxTries: max(1, r.MaxDeliveries), attempts: map[string]int{}}
+	if l, ok := r.DeadLetter.(HeldIDLister); ok {
+		held, err := l.HeldIDs(ctx)
+		if err != nil {
+			return fmt.Errorf("list the messages in dead-letter target %s: %w", r.DeadLetterOutput, err)
+		}
+		r.dl.held = held
+	}
+	return nil
+}
+
+// deliver writes batch to the target. Without a dead-letter target that is
+// all. With one, a batch refused for what one of its messages holds (an
+// error matching ErrRejected) is split in halves until the refused messages
+// stand alone; those go to the dead-letter target, the rest to the target.
+// It returns nil once every message is durable at one of the two.
+func (r *Route) deliver(ctx context.Context, batch []*Message) error {
+	err := r.Target.WriteBatch(ctx, batch)
+	if err == nil || r.dl == nil || !errors.Is(err, ErrRejected) {
+		return err
+	}
+	if len(batch) == 1 {
+		return r.deadLetter(ctx, batch[0], err)
+	}
+	mid := len(batch) / 2
+	if err := r.deliver(ctx, batch[:mid]); err != nil {
+		return err
+	}
+	return r.deliver(ctx, batch[mid:])
+}
+
+// deadLetter moves m, refused by the target with cause, to the dead-letter
+// target once it has been refused maxTries times; before that it returns
+// cause as a transient error, so the route retries the batch.
+func (r *Route) deadLetter(ctx context.Context, m *Message, cause error) error {
+	dl := r.dl
+	if dl.held[m.ID] {
+		return nil // dead-lettered before a crash; the source redelivered it
+	}
+	dl.attempts[m.ID]++
+	tries := dl.attempts[m.ID]
+	if tries < dl.maxTries {
+		return fmt.Errorf("message %s refused (delivery %d of %d before it is dead-lettered): %w",
+			m.ID, tries, dl.maxTries, unpermanent(cause))
+	}
+	md := maps.Clone(m.Metadata)
+	if md == nil {
+		md = map[string]string{}
+	}
+	md[MetaDeadLetterError] = cause.Error()
+	md[MetaDeadLetterRoute] = r.name()
+	md[MetaDeadLetterSource] = r.Input
+	md[MetaDeadLetterTarget] = r.Output
+	md[MetaDeadLetterAttempts] = strconv.Itoa(tries)
+	md[MetaDeadLetterTime] = time.Now().UTC().Format(time.RFC3339)
+	dead := &Message{ID: m.ID, Metadata: md, Payload: m.Payload}
+	if err := dl.target.WriteBatch(ctx, []*Message{dead}); err != nil {
+		return fmt.Errorf("write message %s to dead-letter target %s: %w (it was refused by %s: %v)",
+			m.ID, dl.output, err, r.Output, cause)
+	}
+	delete(dl.attempts, m.ID)
+	dl.count++
+	r.log().Warn("message dead-lettered", "id", m.ID, "dead_letter", dl.output, "attempts", tries, "error", cause)
+	if o, ok := r.Observer.(DeadLetterObserver); ok {
+		o.DeadLettered(1)
+	}
+	return nil
+}
+
+// unpermanent keeps err's text but lets the route retry it.
+func unpermanent(err error) error { return errors.New(err.Error()) }
+
+func (r *Route) closeDeadLetter(ctx context.Context, cause error) error {
+	if r.dl == nil {
+		return nil
+	}
+	if err := r.dl.target.Close(ctx, cause); err != nil {
+		return fmt.Errorf("close dead-letter target %s: %w", r.DeadLetterOutput, err)
+	}
+	return nil
+}
+
+func (r *Route) name() string {
+	if r.Name != "" {
+		return r.Name
+	}
+	return r.Input + " -> " + r.Output
+}
+
+func (r *Route) log() *slog.Logger {
+	if r.Logger != nil {
+		return r.Logger
+	}
+	return slog.Default()
+}
+
+// DeadLettered returns how many messages the route moved to its dead-letter
+// target. Call it after Run returned.
+func (r *Route) DeadLettered() int64 {
+	if r.dl == nil {
+		return 0
+	}
+	return r.dl.count
+}
