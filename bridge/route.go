@@ -169,6 +169,32 @@ func (r *Route) Run(ctx context.Context) (err error) {
 	}()
 
 	r.configureEnds(retry)
+	if err := r.connectEnds(ctx, sctx, retry, log); err != nil {
+		return err
+	}
+	start := time.Now()
+	if s, ok := obs.(StartObserver); ok {
+		s.Started()
+	}
+	log.Info("route started", "input", r.Input, "output", r.Output, "batch_size", r.batchSize(), "batch_period", r.BatchPeriod, "drain", r.Drain)
+
+	runErr := r.loop(ctx, sctx, retry, log, obs)
+
+	errs := append([]error{runErr}, r.closeEnds(sctx, runErr)...)
+	elapsed := time.Since(start)
+	switch {
+	case runErr == nil:
+		log.Info("route finished", "read", r.read, "written", r.written, "retried", r.retried, "dead_lettered", r.DeadLettered(), "elapsed", elapsed.Round(time.Millisecond))
+	case errors.Is(runErr, ErrInterrupted):
+		log.Warn("route interrupted", "read", r.read, "written", r.written, "retried", r.retried, "elapsed", elapsed.Round(time.Millisecond))
+	}
+	return errors.Join(errs...)
+}
+
+// connectEnds connects the source, the target and the dead-letter
+// endpoint, each with the route's retrying connect, closing what it opened
+// when a later one fails.
+func (r *Route) connectEnds(ctx, sctx context.Context, retry RetryPolicy, log *slog.Logger) error {
 	if err := r.connect(ctx, retry, log, "input", r.Input, r.Source.Connect); err != nil {
 		if ctx.Err() != nil {
 			return r.interrupted(ctx)
@@ -187,18 +213,14 @@ func (r *Route) Run(ctx context.Context) (err error) {
 	}); err != nil {
 		return errors.Join(err, r.Target.Close(sctx, err), r.Source.Close(sctx))
 	}
-	start := time.Now()
-	if s, ok := obs.(StartObserver); ok {
-		s.Started()
-	}
-	log.Info("route started", "input", r.Input, "output", r.Output, "batch_size", r.batchSize(), "batch_period", r.BatchPeriod, "drain", r.Drain)
+	return nil
+}
 
-	runErr := r.loop(ctx, sctx, retry, log, obs)
-
+// closeEnds closes the target with the route's outcome (a dir-spool
+// target writes DONE from it), then the dead-letter endpoint, then the
+// source, which releases its claims.
+func (r *Route) closeEnds(sctx context.Context, runErr error) []error {
 	var errs []error
-	if runErr != nil {
-		errs = append(errs, runErr)
-	}
 	if err := r.Target.Close(sctx, runErr); err != nil {
 		errs = append(errs, fmt.Errorf("close target %s: %w", r.Output, err))
 	}
@@ -208,14 +230,7 @@ func (r *Route) Run(ctx context.Context) (err error) {
 	if err := r.Source.Close(sctx); err != nil {
 		errs = append(errs, fmt.Errorf("close source %s: %w", r.Input, err))
 	}
-	elapsed := time.Since(start)
-	switch {
-	case runErr == nil:
-		log.Info("route finished", "read", r.read, "written", r.written, "retried", r.retried, "dead_lettered", r.DeadLettered(), "elapsed", elapsed.Round(time.Millisecond))
-	case errors.Is(runErr, ErrInterrupted):
-		log.Warn("route interrupted", "read", r.read, "written", r.written, "retried", r.retried, "elapsed", elapsed.Round(time.Millisecond))
-	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // configureEnds gives the ends what they need to know before Connect: the

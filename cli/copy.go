@@ -100,14 +100,8 @@ func (a *app) copyConfig(cmd *cobra.Command, f *copyFlags) (*bridge.Config, erro
 	if fl.Changed("drain") {
 		cfg.Drain = f.drain
 	}
-	if f.deadLetter != "" {
-		cfg.DeadLetter = &bridge.Endpoint{URL: f.deadLetter, Origin: "--dead-letter"}
-	}
-	if fl.Changed("max-deliveries") || f.config == "" {
-		if f.maxDeliver < 1 {
-			return nil, usage(fmt.Errorf("--max-deliveries must be 1 or more (got %d)", f.maxDeliver))
-		}
-		cfg.MaxDeliveries = f.maxDeliver
+	if err := deadLetterFlags(cfg, f, fl.Changed("max-deliveries")); err != nil {
+		return nil, err
 	}
 	if fl.Changed("batch-size") || f.config == "" {
 		if f.batchSize < 1 {
@@ -122,4 +116,18 @@ func (a *app) copyConfig(cmd *cobra.Command, f *copyFlags) (*bridge.Config, erro
 		cfg.Batch.Period = bridge.Duration(f.batchPeriod)
 	}
 	return cfg, nil
+}
+
+// deadLetterFlags applies --dead-letter and --max-deliveries to cfg.
+func deadLetterFlags(cfg *bridge.Config, f *copyFlags, maxChanged bool) error {
+	if f.deadLetter != "" {
+		cfg.DeadLetter = &bridge.Endpoint{URL: f.deadLetter, Origin: "--dead-letter"}
+	}
+	if maxChanged || f.config == "" {
+		if f.maxDeliver < 1 {
+			return usage(fmt.Errorf("--max-deliveries must be 1 or more (got %d)", f.maxDeliver))
+		}
+		cfg.MaxDeliveries = f.maxDeliver
+	}
+	return nil
 }

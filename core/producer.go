@@ -326,17 +326,7 @@ func (p *Producer) writeBatch(msgs []Message) (err error) {
 			return p.fail(err)
 		}
 	}
-	chunks := make([]chunkFiles, len(msgs))
-	dirs := make([]string, 0, 2)
-	for i := range msgs {
-		seq := first + uint64(i)
-		c := &chunks[i]
-		c.seq = seq
-		c.dir, c.payload, c.payTmp, c.sidecar, c.sideTmp = p.layout.chunkNames(seq, p.opts.Atomic)
-		if len(dirs) == 0 || dirs[len(dirs)-1] != c.dir {
-			dirs = append(dirs, c.dir)
-		}
-	}
+	chunks, dirs := p.nameChunks(first, len(msgs))
 	defer func() {
 		if err != nil {
 			if uerr := p.undo(chunks); uerr != nil && p.failed == nil {
@@ -346,23 +336,8 @@ func (p *Producer) writeBatch(msgs []Message) (err error) {
 	}()
 
 	// 1-2. Sidecar then payload of every chunk, under their write names.
-	for i := range chunks {
-		c := &chunks[i]
-		c.size = int64(len(msgs[i].Payload))
-		if c.sidecar != "" {
-			side := encodeSidecar(msgs[i].ID, msgs[i].Metadata)
-			c.size += int64(len(side))
-			made, err := p.writeFile(c.dir, c.sideTmp, side)
-			c.sideTmpMade = made // a file that failed half-written is ours to undo too
-			if err != nil {
-				return err
-			}
-		}
-		made, err := p.writeFile(c.dir, c.payTmp, msgs[i].Payload)
-		c.payTmpMade = made
-		if err != nil {
-			return err
-		}
+	if err := p.writeTmps(chunks, msgs); err != nil {
+		return err
 	}
 	if p.syncing() && !p.perFileSync() {
 		if err := p.fsys.(FSSyncer).SyncAll(); err != nil {
@@ -400,15 +375,20 @@ func (p *Producer) writeBatch(msgs []Message) (err error) {
 	if err := p.syncDirs(dirs); err != nil {
 		return err
 	}
+	p.committed(chunks)
+	return nil
+}
+
+// committed counts a batch whose chunks are all in place.
+func (p *Producer) committed(chunks []chunkFiles) {
 	p.count += uint64(len(chunks))
 	if p.use != nil {
 		for i := range chunks {
 			p.use.add(chunks[i].seq, chunks[i].size)
 		}
 	}
-	last := first + uint64(len(chunks)) - 1
+	last := chunks[len(chunks)-1].seq
 	p.lastSeq = &last
-	return nil
 }
 
 // renameErr explains a failed rename of a chunk file into place.
@@ -420,6 +400,46 @@ func (p *Producer) renameErr(from, to string, err error) error {
 		return p.errorf("rename %s into place: %w (another producer is writing this spool, or claims are disabled)", from, err)
 	}
 	return p.errorf("rename %s into place: %w", from, err)
+}
+
+// nameChunks returns the names of n chunks from sequence first, and the
+// directories they go to, in order.
+func (p *Producer) nameChunks(first uint64, n int) ([]chunkFiles, []string) {
+	chunks := make([]chunkFiles, n)
+	dirs := make([]string, 0, 2)
+	for i := range chunks {
+		c := &chunks[i]
+		c.seq = first + uint64(i)
+		c.dir, c.payload, c.payTmp, c.sidecar, c.sideTmp = p.layout.chunkNames(c.seq, p.opts.Atomic)
+		if len(dirs) == 0 || dirs[len(dirs)-1] != c.dir {
+			dirs = append(dirs, c.dir)
+		}
+	}
+	return chunks, dirs
+}
+
+// writeTmps writes the sidecar, then the payload, of every chunk under its
+// write name (steps 1 and 2), noting what it made for undo.
+func (p *Producer) writeTmps(chunks []chunkFiles, msgs []Message) error {
+	for i := range chunks {
+		c := &chunks[i]
+		c.size = int64(len(msgs[i].Payload))
+		if c.sidecar != "" {
+			side := encodeSidecar(msgs[i].ID, msgs[i].Metadata)
+			c.size += int64(len(side))
+			made, err := p.writeFile(c.dir, c.sideTmp, side)
+			c.sideTmpMade = made // a file that failed half-written is ours to undo too
+			if err != nil {
+				return err
+			}
+		}
+		made, err := p.writeFile(c.dir, c.payTmp, msgs[i].Payload)
+		c.payTmpMade = made
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // perFileSync reports whether each file is synced on its own, rather than
