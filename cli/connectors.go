@@ -85,19 +85,25 @@ of the URL and a key under the connector in a route file.`,
 			if c.Name == "dir_spool" {
 				page.Allowed = dirspool.Allowed
 			}
-			if asJSON {
-				out := make([]fieldInfo, 0, len(c.Schema.Fields))
-				for _, f := range c.Schema.Fields {
-					out = append(out, fieldInfo{Name: f.Name, Type: string(f.Type), Default: f.Default, Required: f.Required,
-						Allowed: page.AllowedText(f), Enum: f.Enum, Doc: f.Doc})
-				}
-				return writeJSON(a.stdout, out)
-			}
-			return schemadoc.WriteText(a.stdout, page, 80)
+			return a.printFields(page, asJSON)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the fields as a JSON array")
 	return cmd
+}
+
+// printFields prints the fields of page's schema: aligned text, or a JSON
+// array.
+func (a *app) printFields(page schemadoc.Page, asJSON bool) error {
+	if !asJSON {
+		return schemadoc.WriteText(a.stdout, page, 80)
+	}
+	out := make([]fieldInfo, 0, len(page.Schema.Fields))
+	for _, f := range page.Schema.Fields {
+		out = append(out, fieldInfo{Name: f.Name, Type: string(f.Type), Default: f.Default, Required: f.Required,
+			Allowed: page.AllowedText(f), Enum: f.Enum, Doc: f.Doc})
+	}
+	return writeJSON(a.stdout, out)
 }
 
 // lookupConnector finds a connector by YAML name or URL scheme.

@@ -33,16 +33,7 @@ table.`,
   mqb spool fields --json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			page := schemadoc.Page{Schema: dirspool.Schema, Allowed: dirspool.Allowed}
-			if asJSON {
-				out := make([]fieldInfo, 0, len(dirspool.Schema.Fields))
-				for _, f := range dirspool.Schema.Fields {
-					out = append(out, fieldInfo{Name: f.Name, Type: string(f.Type), Default: f.Default, Required: f.Required,
-						Allowed: page.AllowedText(f), Enum: f.Enum, Doc: f.Doc})
-				}
-				return writeJSON(a.stdout, out)
-			}
-			return schemadoc.WriteText(a.stdout, page, 80)
+			return a.printFields(schemadoc.Page{Schema: dirspool.Schema, Allowed: dirspool.Allowed}, asJSON)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the fields as a JSON array")
