@@ -19,8 +19,9 @@ import (
 )
 
 // zoneDirMode is the permission of a zone directory the target creates:
-// other users may list it, the file_mode of each file says who reads it.
-const zoneDirMode fs.FileMode = 0o755
+// only its owner, as for a spool (the files default to 0600 too). Make the
+// directory yourself beforehand to share it.
+const zoneDirMode fs.FileMode = 0o700
 
 // NewTarget returns a drop-zone target.
 func NewTarget(env *bridge.Env, v *option.Values) (bridge.Target, error) {
