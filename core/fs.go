@@ -22,7 +22,7 @@ import (
 //
 // Optional abilities are separate interfaces found by type assertion:
 // DirWatcher (wake-ups on new entries), DirScanner (a streamed listing) and
-// FSSyncer (one flush for the whole filesystem).
+// FSSyncer (one flush for the whole filesystem); a File may be a SizedFile.
 type FS interface {
 	// CreateExcl creates name for writing. It fails with fs.ErrExist when
 	// name already exists (even as a dangling symlink), and with
@@ -121,6 +121,16 @@ type DirScanner interface {
 	// particular order, with the entry's type as ReadDir reports it (a
 	// symbolic link is reported as one). fn must not call the FS.
 	ScanDir(name string, fn func(name string, typ fs.FileMode)) error
+}
+
+// SizedFile is implemented by a File from FS.Open that learned its size as
+// it was opened (backend-os does, from the fstat that checks it is a
+// regular file), so that reading a whole file costs neither a Stat nor a
+// read that only finds the end.
+type SizedFile interface {
+	// OpenSize returns the file's size when it was opened, or -1 when it
+	// is not known.
+	OpenSize() int64
 }
 
 // FSSyncer is implemented by an FS that can flush every written file at
