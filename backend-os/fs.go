@@ -206,8 +206,8 @@ func linkRename(odir int, obase string, ndir int, nbase string, why error) error
 		}
 		return lerr
 	}
-	if uerr := ignoringEINTR(func() error { return unix.Unlinkat(odir, obase, 0) }); uerr != nil {
-		_ = unix.Unlinkat(ndir, nbase, 0) // undo, so that only the old name is left
+	if uerr := ignoringEINTR(func() error { return sysUnlinkat(odir, obase, 0) }); uerr != nil {
+		_ = sysUnlinkat(ndir, nbase, 0) // undo, so that only the old name is left
 		return uerr
 	}
 	return nil
@@ -219,9 +219,9 @@ func linkRename(odir int, obase string, ndir int, nbase string, why error) error
 func (f *FS) Remove(name string) error {
 	return f.do("remove", name, func(rootfd int) error {
 		return f.inParent(rootfd, name, func(dirfd int, base string) error {
-			err := ignoringEINTR(func() error { return unix.Unlinkat(dirfd, base, 0) })
+			err := ignoringEINTR(func() error { return sysUnlinkat(dirfd, base, 0) })
 			if err == unix.EISDIR {
-				err = ignoringEINTR(func() error { return unix.Unlinkat(dirfd, base, unix.AT_REMOVEDIR) })
+				err = ignoringEINTR(func() error { return sysUnlinkat(dirfd, base, unix.AT_REMOVEDIR) })
 				if err == nil {
 					f.forgetDir(name)
 				}
@@ -237,7 +237,7 @@ func (f *FS) Remove(name string) error {
 func (f *FS) Mkdir(name string) error {
 	return f.do("mkdir", name, func(rootfd int) error {
 		return f.inParent(rootfd, name, func(dirfd int, base string) error {
-			err := ignoringEINTR(func() error { return unix.Mkdirat(dirfd, base, f.dirMode) })
+			err := ignoringEINTR(func() error { return sysMkdirat(dirfd, base, f.dirMode) })
 			if err == nil {
 				f.forgetDir(name) // anything kept under this name is of a removed directory
 			}

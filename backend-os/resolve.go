@@ -52,7 +52,7 @@ func walkDir(rootfd int, dir string) (int, error) {
 
 func openat(dirfd int, name string, flags int, mode uint32) (int, error) {
 	for {
-		fd, err := unix.Openat(dirfd, name, flags, mode)
+		fd, err := sysOpenat(dirfd, name, flags, mode)
 		if err == unix.EMLINK && flags&unix.O_NOFOLLOW != 0 {
 			// FreeBSD's answer to O_NOFOLLOW on a link; open(2) has
 			// no other use for EMLINK.

@@ -49,6 +49,8 @@ type Consumer struct {
 	closed   bool
 
 	payHint, sideHint int // sizes of the last payload and sidecar read
+	sideBuf           []byte      // the last sidecar read: decoded, then reused
+	strs              internTable // metadata strings shared between deliveries
 
 	check consumerCheck // layout, foreign files, DONE (consumercheck.go)
 }
@@ -64,6 +66,7 @@ func OpenConsumer(fsys FS, o Options) (*Consumer, error) {
 	c := &Consumer{
 		fsys: fsys, opts: o, layout: l, destructive: o.DrainOnRead,
 		inflight: map[string]*Delivery{}, settled: make(chan struct{}), watches: map[string]DirWatch{},
+		strs: internTable{},
 	}
 	if c.destructive && o.Claims {
 		cl, _, err := acquireClaim(fsys, o.Path, ConsumerFile, "consumer")
@@ -193,11 +196,11 @@ func (c *Consumer) next() *Delivery {
 	if c.cursor == "" || !ok || kind != KindPayload || seq >= c.layout.MaxSeq() {
 		return nil
 	}
-	name := c.layout.Payload(seq + 1)
+	_, name, _, sidecar, _ := c.layout.chunkNames(seq+1, false) // one allocation for both
 	if c.skip(name) {
 		return nil
 	}
-	d, err := c.load(name)
+	d, err := c.loadChunk(name, sidecar)
 	if err != nil {
 		// Missing, or not a chunk to open by name (a symbolic link, a bad
 		// sidecar): the listing decides, and reports what must stop us.
@@ -432,6 +435,11 @@ func (h *nameHeap) Pop() any {
 
 // load reads a payload and its sidecar.
 func (c *Consumer) load(name string) (*Delivery, error) {
+	return c.loadChunk(name, c.layout.SidecarOf(name))
+}
+
+// loadChunk is load with the sidecar's name ("" without sidecars).
+func (c *Consumer) loadChunk(name, sidecar string) (*Delivery, error) {
 	payload, err := readFile(c.fsys, name, c.payHint)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -446,10 +454,13 @@ func (c *Consumer) load(name string) (*Delivery, error) {
 		d.Metadata = map[string]string{}
 		return d, nil
 	}
-	d.sidecar = c.layout.SidecarOf(name)
-	b, err := readFile(c.fsys, d.sidecar, c.sideHint)
+	d.sidecar = sidecar
+	b, err := readInto(c.fsys, d.sidecar, c.sideHint, c.sideBuf)
 	if err == nil {
 		c.sideHint = len(b)
+		if cap(b) <= maxReadHint {
+			c.sideBuf = b // decoding copies what it keeps
+		}
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		d.Metadata = map[string]string{}
@@ -458,7 +469,7 @@ func (c *Consumer) load(name string) (*Delivery, error) {
 	if err == nil {
 		var id string
 		var md map[string]string
-		if id, md, err = decodeSidecar(b); err == nil {
+		if id, md, err = decodeSidecar(b, c.strs); err == nil {
 			d.MessageID, d.Metadata = id, md
 			return d, nil
 		}

@@ -222,10 +222,11 @@ func (l *Layout) chunkNames(seq uint64, atomic bool) (dir, payload, payTmp, side
 		}
 		return l.Dir(seq), payload, payTmp, sidecar, sideTmp
 	}
-	// dir/leaf<payloadTail>.tmp, built once; the other names are slices
-	// of it or of its sidecar twin.
-	n := l.digits + l.depth + len(l.payloadTail) + len(TmpSuffix)
-	b := make([]byte, 0, n)
+	// dir/leaf<payloadTail>[.tmp] then dir/leaf<metaTail>[.tmp], built in
+	// one buffer (on the stack unless the extensions are long) and made
+	// one string: every name is a slice of it.
+	var buf [128]byte
+	b := buf[:0]
 	for i := range l.digits {
 		if l.depth > 0 && i > 0 && i%l.width == 0 && i/l.width <= l.depth {
 			b = append(b, '/')
@@ -238,26 +239,29 @@ func (l *Layout) chunkNames(seq uint64, atomic bool) (dir, payload, payTmp, side
 	}
 	stem := len(b)
 	b = append(b, l.payloadTail...)
-	final := len(b)
+	payEnd := len(b)
 	if atomic {
 		b = append(b, TmpSuffix...)
 	}
-	payTmp = string(b)
-	payload = payTmp[:final]
+	sideStart, sideEnd := len(b), len(b)
+	if l.metaExt != "" {
+		b = append(b, b[:stem]...)
+		b = append(b, l.metaTail...)
+		sideEnd = len(b)
+		if atomic {
+			b = append(b, TmpSuffix...)
+		}
+	}
+	all := string(b)
+	payload, payTmp = all[:payEnd], all[:sideStart]
 	dir = "."
 	if l.depth > 0 {
-		dir = payTmp[:l.depth*(l.width+1)-1]
+		dir = all[:l.depth*(l.width+1)-1]
 	}
 	if l.metaExt == "" {
 		return dir, payload, payTmp, "", ""
 	}
-	b = append(b[:stem], l.metaTail...)
-	final = len(b)
-	if atomic {
-		b = append(b, TmpSuffix...)
-	}
-	sideTmp = string(b)
-	return dir, payload, payTmp, sideTmp[:final], sideTmp
+	return dir, payload, payTmp, all[sideStart:sideEnd], all[sideStart:]
 }
 
 // IsShardDir reports whether name is a valid shard directory name at any

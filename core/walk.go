@@ -137,7 +137,7 @@ func MessageIDs(fsys FS, o Options) (map[string]bool, error) {
 			} else if err != nil {
 				return err
 			}
-			if id, _, err := decodeSidecar(b); err == nil && id != "" {
+			if id, _, err := decodeSidecar(b, nil); err == nil && id != "" {
 				ids[id] = true
 			}
 		}
