@@ -44,11 +44,12 @@ type Consumer struct {
 	pending  []string    // listed payloads not yet delivered, in order
 	retry    []*Delivery // nacked, delivered again first, in order
 	inflight map[string]*Delivery
-	settled  chan struct{} // closed and replaced on every ack or nack
+	settled  chan struct{} // closed and replaced on an ack or nack once a Read waits on it
+	waited   bool          // a Read took settled to wait on
 	watches  map[string]DirWatch
 	closed   bool
 
-	payHint, sideHint int // sizes of the last payload and sidecar read
+	payHint, sideHint int         // sizes of the last payload and sidecar read
 	sideBuf           []byte      // the last sidecar read: decoded, then reused
 	strs              internTable // metadata strings shared between deliveries
 
@@ -131,6 +132,7 @@ func (c *Consumer) Read(ctx context.Context, limit int) ([]*Delivery, error) {
 		}
 		newWatch := c.refreshWatches()
 		settled := c.settled
+		c.waited = true
 		chans := make([]<-chan struct{}, 0, len(c.watches))
 		for _, w := range c.watches {
 			chans = append(chans, w.C())
@@ -577,8 +579,11 @@ func (c *Consumer) Nack(ds ...*Delivery) error {
 }
 
 func (c *Consumer) signal() {
+	if !c.waited {
+		return // nobody holds the channel: no need for a new one per ack
+	}
 	close(c.settled)
-	c.settled = make(chan struct{})
+	c.settled, c.waited = make(chan struct{}), false
 }
 
 // Close releases the claim. Deliveries still in flight stay on disk and are

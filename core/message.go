@@ -49,18 +49,24 @@ func NewMessageID() string {
 // json.MarshalIndent(sidecar{id, md}, "", "  ") plus a newline, written by
 // hand because this runs for every message.
 func encodeSidecar(id string, md map[string]string) []byte {
+	return appendSidecar(nil, id, md)
+}
+
+// appendSidecar appends the sidecar of a message to b.
+func appendSidecar(b []byte, id string, md map[string]string) []byte {
 	n := 64 + len(id)
 	for k, v := range md {
 		n += len(k) + len(v) + 12
 	}
-	b := make([]byte, 0, n)
+	b = slices.Grow(b, n)
 	b = append(b, "{\n  \"message_id\": "...)
 	b = appendJSONString(b, id)
 	if len(md) == 0 {
 		return append(b, ",\n  \"metadata\": {}\n}\n"...)
 	}
 	b = append(b, ",\n  \"metadata\": {"...)
-	keys := make([]string, 0, len(md))
+	var few [16]string // on the stack for the usual few keys
+	keys := few[:0]
 	for k := range md {
 		keys = append(keys, k)
 	}
