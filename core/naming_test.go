@@ -2,6 +2,7 @@ package core
 
 import (
 	"errors"
+	"path"
 	"strings"
 	"testing"
 
@@ -169,6 +170,20 @@ func TestChunkNamesAgree(t *testing.T) {
 					t.Errorf("%+v seq %d atomic %v: chunkNames = %q %q %q %q %q; want dir %q payload %q sidecar %q",
 						tc, seq, atomic, dir, pay, payTmp, side, sideTmp, l.Dir(seq), l.Payload(seq), l.Sidecar(seq))
 				}
+			}
+		}
+	}
+}
+
+func TestJoinPathAsPathJoin(t *testing.T) {
+	for _, dir := range []string{".", "", "a", "a/b", "000/001", "a/", "./a", "a//b"} {
+		for _, name := range []string{"x", "000000001.bin", ".", "..", "", "b/c", "..x", ".x"} {
+			want := path.Join(dir, name)
+			if dir == "." || dir == "" {
+				want = name
+			}
+			if got := joinPath(dir, name); got != want {
+				t.Errorf("joinPath(%q, %q) = %q; path.Join gives %q", dir, name, got, want)
 			}
 		}
 	}

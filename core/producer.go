@@ -697,5 +697,14 @@ func joinPath(dir, name string) string {
 	if dir == "." || dir == "" {
 		return name
 	}
+	if oneElement(name) && fs.ValidPath(dir) { // both clean: what path.Join gives, in one allocation
+		return dir + "/" + name
+	}
 	return path.Join(dir, name)
+}
+
+// oneElement reports whether name is a single path element that cleaning
+// leaves alone: not empty, no slash, not "." or "..".
+func oneElement(name string) bool {
+	return name != "" && name != "." && name != ".." && strings.IndexByte(name, '/') < 0
 }
