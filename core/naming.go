@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"math"
 	"path"
 	"strconv"
 	"strings"
@@ -295,23 +296,49 @@ func (l *Layout) ParseLeaf(dir, name string) (seq uint64, kind ChunkKind, ok boo
 	if kind == 0 || !allDigits(digits) {
 		return 0, 0, false
 	}
+	// The number is the directory's digits then the leaf's, read without
+	// building a string: this runs for every name a consumer lists or opens.
+	var v uint64
 	if l.depth > 0 {
-		prefix := strings.ReplaceAll(dir, "/", "")
-		if len(prefix) != l.depth*l.width || !allDigits(prefix) || strings.Count(dir, "/") != l.depth-1 {
+		n, slashes := 0, 0
+		for i := 0; i < len(dir); i++ {
+			switch c := dir[i]; {
+			case c == '/':
+				slashes++
+			case c >= '0' && c <= '9':
+				if v, ok = appendDigit(v, c); !ok {
+					return 0, 0, false
+				}
+				n++
+			default:
+				return 0, 0, false
+			}
+		}
+		if n != l.depth*l.width || slashes != l.depth-1 {
 			return 0, 0, false
 		}
-		digits = prefix + digits
 	} else if dir != "." {
 		return 0, 0, false
 	}
-	v, err := strconv.ParseUint(digits, 10, 64)
-	if err != nil {
-		return 0, 0, false
+	for i := 0; i < len(digits); i++ {
+		if v, ok = appendDigit(v, digits[i]); !ok {
+			return 0, 0, false
+		}
 	}
 	if tmp {
 		kind += 2 // KindPayload -> KindPayloadTmp, KindSidecar -> KindSidecarTmp
 	}
 	return v, kind, true
+}
+
+// appendDigit returns v*10 plus the decimal digit c, or !ok when that
+// overflows a uint64 (where strconv.ParseUint fails with ErrRange).
+func appendDigit(v uint64, c byte) (uint64, bool) {
+	d := uint64(c - '0')
+	if v > (math.MaxUint64-d)/10 {
+		return 0, false
+	}
+	return v*10 + d, true
 }
 
 // Parse parses a path relative to the root.
