@@ -298,26 +298,8 @@ func (l *Layout) ParseLeaf(dir, name string) (seq uint64, kind ChunkKind, ok boo
 	}
 	// The number is the directory's digits then the leaf's, read without
 	// building a string: this runs for every name a consumer lists or opens.
-	var v uint64
-	if l.depth > 0 {
-		n, slashes := 0, 0
-		for i := 0; i < len(dir); i++ {
-			switch c := dir[i]; {
-			case c == '/':
-				slashes++
-			case c >= '0' && c <= '9':
-				if v, ok = appendDigit(v, c); !ok {
-					return 0, 0, false
-				}
-				n++
-			default:
-				return 0, 0, false
-			}
-		}
-		if n != l.depth*l.width || slashes != l.depth-1 {
-			return 0, 0, false
-		}
-	} else if dir != "." {
+	v, ok := l.dirNumber(dir)
+	if !ok {
 		return 0, 0, false
 	}
 	for i := 0; i < len(digits); i++ {
@@ -329,6 +311,30 @@ func (l *Layout) ParseLeaf(dir, name string) (seq uint64, kind ChunkKind, ok boo
 		kind += 2 // KindPayload -> KindPayloadTmp, KindSidecar -> KindSidecarTmp
 	}
 	return v, kind, true
+}
+
+// dirNumber returns the number the digits of a leaf directory's name
+// spell: 0 for the root of a flat layout, !ok for a directory that is not
+// a leaf of the layout.
+func (l *Layout) dirNumber(dir string) (v uint64, ok bool) {
+	if l.depth == 0 {
+		return 0, dir == "."
+	}
+	n, slashes := 0, 0
+	for i := 0; i < len(dir); i++ {
+		switch c := dir[i]; {
+		case c == '/':
+			slashes++
+		case c >= '0' && c <= '9':
+			if v, ok = appendDigit(v, c); !ok {
+				return 0, false
+			}
+			n++
+		default:
+			return 0, false
+		}
+	}
+	return v, n == l.depth*l.width && slashes == l.depth-1
 }
 
 // appendDigit returns v*10 plus the decimal digit c, or !ok when that
