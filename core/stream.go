@@ -145,13 +145,20 @@ func (c *Consumer) measure(name string) (size int64, onDisk bool, err error) {
 	return fi.Size(), true, nil
 }
 
-// payloadFile is a payload stream from Delivery.Open.
-type payloadFile struct {
-	io.Reader
-	f File
+// ExactReadCloser is ExactReader of rc that closes rc. Its WriteTo is the
+// ExactReader's, so io.Copy from it to a file of backend-os still reaches
+// the kernel copy when rc is a file.
+func ExactReadCloser(rc io.ReadCloser, size int64, name string) io.ReadCloser {
+	return &payloadFile{Reader: ExactReader(rc, size, name), c: rc}
 }
 
-func (p *payloadFile) Close() error { return p.f.Close() }
+// payloadFile is the stream of ExactReadCloser.
+type payloadFile struct {
+	io.Reader
+	c io.Closer
+}
+
+func (p *payloadFile) Close() error { return p.c.Close() }
 
 // WriteTo lets io.Copy reach the exact reader's WriteTo, and through it
 // the kernel copy.
@@ -175,7 +182,7 @@ func (d *Delivery) Open() (io.ReadCloser, error) {
 		}
 		return nil, fmt.Errorf("open payload %s: %w", d.Name, err)
 	}
-	return &payloadFile{Reader: ExactReader(f, d.Size, d.Name), f: f}, nil
+	return ExactReadCloser(f, d.Size, d.Name), nil
 }
 
 // ReadInto reads the payload into buf, which the caller lends, growing it
