@@ -26,9 +26,12 @@ var ErrPayloadSize = errors.New("payload is not the size it was stated to be")
 // error matching ErrPayloadSize when r ends sooner or has more. Its WriteTo
 // gives a writer that implements io.ReaderFrom an *io.LimitedReader of r
 // itself, so that a file can copy from a file in the kernel. name appears
-// in errors. An ExactReader of an ExactReader of the same size is the same
-// reader.
+// in errors. An ExactReader of an ExactReader (or ExactReadCloser) of the
+// same size is that reader.
 func ExactReader(r io.Reader, size int64, name string) io.Reader {
+	if p, ok := r.(*payloadFile); ok {
+		r = p.Reader // an ExactReadCloser: its reader, which checks the size
+	}
 	if e, ok := r.(*exactReader); ok && e.left == size {
 		return e
 	}
