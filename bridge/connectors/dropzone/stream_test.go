@@ -57,7 +57,6 @@ func TestRawLargeFileStreamsThrough(t *testing.T) {
 	assert.True(t, bytes.Equal(want, c.msgs[0].Payload), "a target without BodyStreamer gets the bytes")
 }
 
-
 // published lists the names in dir that do not start with a dot.
 func published(t *testing.T, dir string) []string {
 	entries, err := os.ReadDir(dir)

@@ -39,7 +39,9 @@ func readBody(t *testing.T, src bridge.Source) *bridge.Message {
 	return ms[0]
 }
 
-func bigPayload() []byte { return bytes.Repeat([]byte("0123456789abcdef"), (bridge.StreamAbove+4096)/16) }
+func bigPayload() []byte {
+	return bytes.Repeat([]byte("0123456789abcdef"), (bridge.StreamAbove+4096)/16)
+}
 
 // TestRawLargeFileStreamsToRawFile streams a large raw input into a raw
 // file target, twice (a retry opens the Body again), and reads it back.
