@@ -26,9 +26,14 @@ func streamChecks() []check {
 	}
 }
 
-// streamSize is larger than any buffer on the way: readFile's size guess,
-// io.Copy's buffer and a backend's copy buffer.
-const streamSize = 5<<20 + 12345
+// streamSize is larger than any buffer on the way (readFile's size guess,
+// io.Copy's buffer, a backend's copy buffer) and than the 1 MiB above which
+// openStreaming leaves payloads on disk.
+const streamSize = 2<<20 + 12345
+
+// failSize is the size of the bodies that fail: still larger than the
+// copy buffers, small enough to sync quickly under every fsync policy.
+const failSize = 600<<10 + 123
 
 // patternReader yields n bytes of a pattern without holding them, failing
 // with failAt's error once failAt bytes were read (failAt < 0: never).
@@ -166,9 +171,9 @@ func checkStreamBodyFails(t TB, e *env) {
 			size int64
 			want error
 		}{
-			{&patternReader{n: streamSize, failAt: 3 << 20}, streamSize, errBodyBroke},
-			{&patternReader{n: streamSize - 1, failAt: -1}, streamSize, core.ErrPayloadSize},
-			{&patternReader{n: streamSize + 1, failAt: -1}, streamSize, core.ErrPayloadSize},
+			{&patternReader{n: failSize, failAt: failSize / 2}, failSize, errBodyBroke},
+			{&patternReader{n: failSize - 1, failAt: -1}, failSize, core.ErrPayloadSize},
+			{&patternReader{n: failSize + 1, failAt: -1}, failSize, core.ErrPayloadSize},
 		}
 		for i, b := range bad {
 			msgs := []core.Message{{Payload: []byte("before")}, {ID: fmt.Sprint("bad", i), Body: b.body, Size: b.size}}
@@ -182,7 +187,7 @@ func checkStreamBodyFails(t TB, e *env) {
 				}
 			}
 		}
-		if _, err := p.Write(e.ctx, []core.Message{{ID: "good", Body: &patternReader{n: streamSize, failAt: -1}, Size: streamSize}}); err != nil {
+		if _, err := p.Write(e.ctx, []core.Message{{ID: "good", Body: &patternReader{n: failSize, failAt: -1}, Size: failSize}}); err != nil {
 			t.Fatalf("fsync=%s: retry with a good body: %v", fsync, err)
 		}
 		noErr(t, "Producer.Close", p.Close())
@@ -191,7 +196,7 @@ func checkStreamBodyFails(t TB, e *env) {
 		for len(ds) == 0 || ds[len(ds)-1].MessageID != "good" {
 			ds = append(ds, readBatch(t, e, c, 10, 20*time.Second)...)
 		}
-		if sum, n, err := streamSum(ds[len(ds)-1]); err != nil || sum != patternSum(streamSize) {
+		if sum, n, err := streamSum(ds[len(ds)-1]); err != nil || sum != patternSum(failSize) {
 			t.Errorf("fsync=%s: the good body after failed ones reads back as %d bytes, %v", fsync, n, err)
 		}
 		noErr(t, "Ack", c.Ack(ds...))
