@@ -47,6 +47,9 @@ func TestLargePayloadStreams(t *testing.T) {
 	rss := runMeasured(t, fileToSpool...)
 	assert.Less(t, rss, int64(maxLargeRSS), "file -> spool peak RSS")
 	require.Len(t, payloadFiles(t, spool), 1)
+	for _, f := range files(t, spool) {
+		assert.False(t, strings.HasSuffix(f, ".tmp"), "the rerun left the killed copy's %s", f)
+	}
 
 	killWhenWriting(t, spoolToZone, zone, ".partial")
 	assert.Empty(t, visibleFiles(t, zone), "a killed copy published a file")
@@ -56,6 +59,9 @@ func TestLargePayloadStreams(t *testing.T) {
 	require.Len(t, out, 1)
 	assert.Equal(t, want, sumFile(t, filepath.Join(zone, out[0])), "the drop-zone file is not the input byte for byte")
 	assert.Empty(t, payloadFiles(t, spool), "the acknowledged chunk is still in the spool")
+	for _, f := range files(t, zone) {
+		assert.False(t, strings.HasSuffix(f, ".partial"), "the rerun left the killed copy's %s", f)
+	}
 }
 
 // shmDir returns a fresh directory on /dev/shm, skipping the test when

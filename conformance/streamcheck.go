@@ -23,6 +23,7 @@ func streamChecks() []check {
 		{"StreamedPayloadRoundTrip", checkStreamRoundTrip},
 		{"StreamedBodyFailsCleanly", checkStreamBodyFails},
 		{"StreamedPayloadChangedOnDisk", checkStreamChangedOnDisk},
+		{"StreamedPayloadCountsInBounds", checkStreamBounds},
 	}
 }
 
@@ -231,5 +232,28 @@ func checkStreamChangedOnDisk(t TB, e *env) {
 		if !slices.Contains(tree(t, fsys), ds[0].Name) {
 			t.Fatalf("nacked chunk %s is gone", ds[0].Name)
 		}
+	}
+}
+
+// checkStreamBounds fills a spool bounded by max_bytes with streamed
+// bodies: their Size counts like the bytes of a Payload, so the second
+// one does not fit.
+func checkStreamBounds(t TB, e *env) {
+	fsys := e.newFS()
+	o := spoolOptions(t, fmt.Sprintf("max_bytes=%d&when_full=fail", failSize+failSize/2))
+	p, err := core.OpenProducer(fsys, o)
+	noErr(t, "OpenProducer", err)
+	defer p.Close()
+	body := func() []core.Message {
+		return []core.Message{{Body: &patternReader{n: failSize, failAt: -1}, Size: failSize}}
+	}
+	if _, err := p.Write(e.ctx, body()); err != nil {
+		t.Fatalf("first streamed body of %d bytes under max_bytes %d: %v", failSize, o.Bounds.MaxBytes, err)
+	}
+	if _, err := p.Write(e.ctx, body()); !errors.Is(err, core.ErrSpoolFull) {
+		t.Fatalf("second streamed body of %d bytes under max_bytes %d: %v; want ErrSpoolFull", failSize, o.Bounds.MaxBytes, err)
+	}
+	if got := chunkFiles(tree(t, fsys)); len(got) != 2 {
+		t.Errorf("spool holds %q, want the first chunk only", got)
 	}
 }
