@@ -28,7 +28,7 @@ type Delivery struct {
 
 	sidecar string
 	dir     string
-	fsys    FS // where Open finds a payload left on disk; nil once read
+	fsys    FS // where Open finds a payload left on disk; nil when it was read
 }
 
 // Consumer reads chunks in lexical order. In draining mode (drain_on_read,

@@ -75,7 +75,7 @@ func (e *exactReader) Read(p []byte) (int, error) {
 // finish checks that r ends where the size says, once all of it was read.
 func (e *exactReader) finish() error {
 	var one [1]byte
-	for {
+	for range 100 {
 		n, err := e.r.Read(one[:])
 		switch {
 		case n > 0:
@@ -85,10 +85,11 @@ func (e *exactReader) finish() error {
 		case err != nil:
 			return err
 		default:
-			continue
+			continue // (0, nil): ask again, a bounded number of times
 		}
 		return e.err
 	}
+	return io.ErrNoProgress
 }
 
 // WriteTo copies what is left to w, through w's ReadFrom when it has one.
