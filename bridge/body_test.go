@@ -89,3 +89,51 @@ func TestBodyThatCannotBeReadIsNotDelivered(t *testing.T) {
 	require.ErrorIs(t, m.Load(), core.ErrPayloadSize)
 	assert.Nil(t, m.Payload, "a failed Load leaves the message as it was")
 }
+
+// refuseBodies streams, and refuses every message that has a Body.
+type refuseBodies struct{ fakeTarget }
+
+func (*refuseBodies) StreamsBodies() bool { return true }
+func (t *refuseBodies) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
+	for _, m := range msgs {
+		if m.Body != nil {
+			return bridge.Reject(errors.New("payload too large for this target"))
+		}
+	}
+	return t.fakeTarget.WriteBatch(ctx, msgs)
+}
+
+// streamingDead is a deadTarget that reads bodies itself.
+type streamingDead struct{ deadTarget }
+
+func (*streamingDead) StreamsBodies() bool { return true }
+
+// TestDeadLetterGetsTheBody: a message with a Body refused by a streaming
+// target reaches the dead-letter target whole: loaded into Payload for
+// one that needs bytes, as the Body for one that streams.
+func TestDeadLetterGetsTheBody(t *testing.T) {
+	for _, streaming := range []bool{false, true} {
+		opens := 0
+		src := newFakeSource(0)
+		src.queue = []*bridge.Message{{ID: "big", Body: bodyOf("a large payload", &opens, false)}}
+		tgt := &refuseBodies{}
+		tgt.src = src
+		var dead bridge.Target
+		plain, stream := &deadTarget{}, &streamingDead{}
+		dead = plain
+		if streaming {
+			dead = stream
+		}
+		r := &bridge.Route{Source: src, Target: tgt, DeadLetter: dead, Input: "in", Output: "out", Retry: fastRetry()}
+		require.NoError(t, r.Run(context.Background()))
+		if streaming {
+			require.Len(t, stream.msgs, 1)
+			assert.NotNil(t, stream.msgs[0].Body)
+			assert.Zero(t, opens)
+			continue
+		}
+		require.Len(t, plain.msgs, 1)
+		assert.Equal(t, "a large payload", string(plain.msgs[0].Payload))
+		assert.NotEmpty(t, plain.msgs[0].Metadata[bridge.MetaDeadLetterError])
+	}
+}
