@@ -213,6 +213,9 @@ func (s *source) Progress() (done, total int64, unit string) {
 	if s.rd == nil {
 		return 0, -1, "bytes"
 	}
+	if s.eof && s.size >= 0 {
+		return s.size, s.size, "bytes" // read to the end, or handed out as a Body
+	}
 	return s.rd.Offset(), s.size, "bytes"
 }
 
