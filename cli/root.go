@@ -119,7 +119,7 @@ URL schemes: ` + strings.Join(a.env.Schemes(), ", ") + `.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	pf.StringVar(&a.logFormat, "log-format", "text", "log format on standard error: text or json (then every line is a JSON object, the final error included)")
-	root.AddCommand(a.copyCommand(), a.runCommand(), a.lintCommand(), a.spoolCommand(), a.conformanceCommand(), a.benchCommand(), a.versionCommand(), a.completionCommand(root), a.connectorsCommand(), a.fieldsCommand())
+	root.AddCommand(a.copyCommand(), a.runCommand(), a.lintCommand(), a.spoolCommand(), a.conformanceCommand(), a.benchCommand(), a.versionCommand(), a.completionCommand(root), a.bashCompleteCommand(), a.connectorsCommand(), a.fieldsCommand())
 	showAllDefaults(root)
 	return root
 }
