@@ -34,8 +34,7 @@ func dequote(s string) (string, byte) {
 
 func (l *shellLine) scan(s string) {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if l.quote == 0 && strings.IndexByte(" \t\n;|&<>()", c) >= 0 {
+		if l.quote == 0 && strings.IndexByte(" \t\n;|&<>()", s[i]) >= 0 {
 			if l.in {
 				l.words = append(l.words, l.word.String())
 				l.word.Reset()
@@ -44,29 +43,46 @@ func (l *shellLine) scan(s string) {
 			}
 			continue
 		}
-		start := i
-		switch {
-		case l.quote == '\'' && c == '\'', l.quote == '"' && c == '"':
-			l.quote = 0
-		case l.quote == 0 && (c == '\'' || c == '"'):
-			l.quote = c
-		case l.quote != '\'' && c == '\\' && i+1 < len(s):
-			if l.quote == 0 || strings.IndexByte("$`\"\\\n", s[i+1]) >= 0 {
-				i++
-			}
-			l.word.WriteByte(s[i])
-		case l.quote != '\'' && c == '$':
-			i = l.expand(s, i)
-		case l.quote == 0 && c == '~' && !l.in && (i+1 == len(s) || s[i+1] == '/'):
-			l.word.WriteString(os.Getenv("HOME"))
-		default:
-			if c != '\\' {
-				l.word.WriteByte(c)
-			}
-		}
-		l.raw.WriteString(s[start : i+1])
+		end := l.char(s, i)
+		l.raw.WriteString(s[i : end+1])
 		l.in = true
+		i = end
 	}
+}
+
+// char reads the character at s[i] inside a word and returns the index of
+// the last byte it took.
+func (l *shellLine) char(s string, i int) int {
+	c := s[i]
+	switch {
+	case l.quote == '\'' && c == '\'', l.quote == '"' && c == '"':
+		l.quote = 0
+	case l.quote == 0 && (c == '\'' || c == '"'):
+		l.quote = c
+	case l.quote != '\'' && c == '\\':
+		return l.backslash(s, i)
+	case l.quote != '\'' && c == '$':
+		return l.expand(s, i)
+	case l.quote == 0 && c == '~' && !l.in && (i+1 == len(s) || s[i+1] == '/'):
+		l.word.WriteString(os.Getenv("HOME"))
+	default:
+		l.word.WriteByte(c)
+	}
+	return i
+}
+
+// backslash reads the backslash at s[i]: it quotes the next character,
+// inside double quotes only $ ` " \ and a newline.
+func (l *shellLine) backslash(s string, i int) int {
+	switch {
+	case i+1 == len(s): // the last key typed: what it quotes comes next
+		return i
+	case l.quote == 0 || strings.IndexByte("$`\"\\\n", s[i+1]) >= 0:
+		l.word.WriteByte(s[i+1])
+		return i + 1
+	}
+	l.word.WriteByte('\\')
+	return i
 }
 
 // expand writes the value of the variable named at s[i] ($NAME or

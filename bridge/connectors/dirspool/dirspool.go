@@ -175,7 +175,11 @@ func (s *Source) Connect(ctx context.Context) error {
 	}
 	s.c.SetLogger(s.env.Logger)
 	if s.opts.ExitWhenEmpty {
-		if st, err := core.Scan(s.fsys, s.opts.Options); err == nil {
+		st, err := core.Scan(ctx, s.fsys, s.opts.Options)
+		if ctx.Err() != nil {
+			return errors.Join(ctx.Err(), s.Close(ctx))
+		}
+		if err == nil {
 			s.total = int64(st.Chunks)
 		}
 	} else {
@@ -252,14 +256,14 @@ func scan(fsys core.FS, o core.Options) (*core.Stats, error) {
 	if fsys == nil {
 		return nil, errors.New("spool is not open")
 	}
-	return core.Scan(fsys, o)
+	return core.Scan(context.Background(), fsys, o)
 }
 
 func backlog(fsys core.FS, o core.Options) (int64, error) {
 	if fsys == nil {
 		return 0, errors.New("spool is not open")
 	}
-	st, err := core.Scan(fsys, o)
+	st, err := core.Scan(context.Background(), fsys, o)
 	if err != nil {
 		return 0, err
 	}
@@ -307,7 +311,7 @@ func (t *Target) Connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	t.p, err = core.OpenProducer(t.fsys, t.opts.Options)
+	t.p, err = core.OpenProducerContext(ctx, t.fsys, t.opts.Options)
 	if err != nil {
 		t.release()
 		return err
@@ -321,7 +325,7 @@ func (t *Target) Connect(ctx context.Context) error {
 // HeldIDs returns the message ids of the chunks in the spool, so that a
 // route using the spool as its dead-letter target writes each message once.
 func (t *Target) HeldIDs(ctx context.Context) (map[string]bool, error) {
-	return core.MessageIDs(t.fsys, t.opts.Options)
+	return core.MessageIDs(ctx, t.fsys, t.opts.Options)
 }
 
 // Dropped counts the messages when_full=drop_newest dropped.
