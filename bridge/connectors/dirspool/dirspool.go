@@ -165,7 +165,9 @@ func (s *Source) Connect(ctx context.Context) error {
 		case <-time.After(s.opts.PollInterval):
 		}
 	}
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) { // draining: nothing to wait for
+		return bridge.Permanent(err)
+	} else if err != nil {
 		return err
 	}
 	s.c, err = core.OpenConsumer(s.fsys, s.opts.Options)
