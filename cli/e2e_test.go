@@ -719,6 +719,8 @@ func TestLogFormatJSON(t *testing.T) {
 	}{
 		{"route error", []string{"--log-format", "json", "copy", "--from", "nope://x", "--to", "stdout://"}, `unknown scheme "nope"`},
 		{"flag error", []string{"--log-format", "json", "copy", "--frm", "stdin://"}, "unknown flag: --frm"},
+		{"flag error before --log-format", []string{"copy", "--frm", "stdin://", "--log-format=json"}, "unknown flag: --frm"},
+		{"unknown command", []string{"--log-format", "json", "cpy"}, `did you mean "copy"?`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := run(t, "", tc.args...)

@@ -66,9 +66,29 @@ func (a *app) run(ctx context.Context, args []string) int {
 	}
 	code := exitCode(err, int(a.signal.Load()))
 	if err != nil {
+		if a.logger == nil && logFormatArg(args) == "json" {
+			a.logFormat = "json" // cobra stopped before it parsed the flag
+		}
 		a.fatal(oneLine(err, a.secrets.redact), "exit_code", code)
 	}
 	return code
+}
+
+// logFormatArg returns the value args give --log-format, for an error
+// cobra found before it parsed the flags (an unknown command or flag).
+func logFormatArg(args []string) string {
+	format := ""
+	for i, arg := range args {
+		if arg == "--" {
+			break
+		}
+		if v, ok := strings.CutPrefix(arg, "--log-format="); ok {
+			format = v
+		} else if arg == "--log-format" && i+1 < len(args) {
+			format = args[i+1]
+		}
+	}
+	return format
 }
 
 // fatal prints the message the command ends with: "mqb: msg" on standard
