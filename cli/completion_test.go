@@ -92,7 +92,12 @@ func TestFishCompletion(t *testing.T) {
 		cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(mqb)+":"+os.Getenv("PATH"))
 		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "%s", out)
-		return strings.Fields(string(out))
+		var texts []string
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			text, _, _ := strings.Cut(l, "\t") // then its description
+			texts = append(texts, text)
+		}
+		return texts
 	}
 	assert.Equal(t, []string{"dir-spool:///s?fsync="}, complete(`'mqb copy --from dir-spool:///s\?fs'`))
 	assert.Equal(t, []string{"dir-spool:///s?fsync="}, complete(`"mqb copy --from 'dir-spool:///s?fs"`))
