@@ -65,6 +65,10 @@ func (a *app) run(ctx context.Context, args []string) int {
 		err = usage(commandSuggestion(root, err))
 	}
 	code := exitCode(err, int(a.signal.Load()))
+	if a.signal.Load() != 0 && errors.Is(err, context.Canceled) && !errors.Is(err, bridge.ErrInterrupted) {
+		// a command other than a route (spool stat on a large spool)
+		err = fmt.Errorf("interrupted: %w", context.Cause(ctx))
+	}
 	if err != nil {
 		if a.logger == nil && logFormatArg(args) == "json" {
 			a.logFormat = "json" // cobra stopped before it parsed the flag
