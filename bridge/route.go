@@ -284,7 +284,7 @@ func (r *Route) count(batch []*Message) (n, bytes int) {
 			continue
 		}
 		n++
-		bytes += len(m.Payload)
+		bytes += int(m.Len())
 	}
 	r.read += int64(n)
 	return n, bytes
@@ -445,7 +445,7 @@ func settle(ctx context.Context, acks []AckFunc, err error) error {
 func payloadBytes(ms []*Message) int {
 	n := 0
 	for _, m := range ms {
-		n += len(m.Payload)
+		n += int(m.Len())
 	}
 	return n
 }

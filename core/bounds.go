@@ -236,7 +236,7 @@ func (p *Producer) chunkSizes(msgs []Message) []int64 {
 		return sizes
 	}
 	for i := range msgs {
-		sizes[i] = int64(len(msgs[i].Payload))
+		sizes[i] = payloadSize(&msgs[i])
 		if p.layout.Sidecars() {
 			sizes[i] += int64(len(encodeSidecar(msgs[i].ID, msgs[i].Metadata)))
 		}

@@ -290,6 +290,9 @@ func (p *Producer) Write(ctx context.Context, msgs []Message) (n int, err error)
 		return 0, p.errorf("%w: writing %d more message(s) from sequence %d would pass %d, the largest number naming_pattern %q can hold; drain the spool and move to a new one or a wider pattern",
 			ErrSequenceExhausted, len(msgs), p.next, p.layout.MaxSeq(), p.opts.NamingPattern)
 	}
+	if err := checkBodies(msgs); err != nil {
+		return 0, p.errorf("%w", err)
+	}
 	for i := range msgs {
 		if msgs[i].ID == "" {
 			msgs[i].ID = NewMessageID()
@@ -467,17 +470,17 @@ func (p *Producer) nameChunks(first uint64, n int) ([]chunkFiles, []string) {
 func (p *Producer) writeTmps(chunks []chunkFiles, msgs []Message) error {
 	for i := range chunks {
 		c := &chunks[i]
-		c.size = int64(len(msgs[i].Payload))
+		c.size = payloadSize(&msgs[i])
 		if c.sidecar != "" {
 			side := encodeSidecar(msgs[i].ID, msgs[i].Metadata)
 			c.size += int64(len(side))
-			made, err := p.writeFile(c.dir, c.sideTmp, side)
+			made, err := p.writeFile(c.dir, c.sideTmp, &Message{Payload: side})
 			c.sideTmpMade = made // a file that failed half-written is ours to undo too
 			if err != nil {
 				return err
 			}
 		}
-		made, err := p.writeFile(c.dir, c.payTmp, msgs[i].Payload)
+		made, err := p.writeFile(c.dir, c.payTmp, &msgs[i])
 		c.payTmpMade = made
 		if err != nil {
 			return err
@@ -515,10 +518,11 @@ func (p *Producer) syncDirs(dirs []string) error {
 	return nil
 }
 
-// writeFile creates name exclusively, writes data and syncs it when the
-// policy asks for a sync per file. It makes missing shard directories. made
-// reports whether it created the file, even when a later step failed.
-func (p *Producer) writeFile(dir, name string, data []byte) (made bool, err error) {
+// writeFile creates name exclusively, writes the payload of m (a sidecar
+// comes as a Message of its bytes) and syncs it when the policy asks for a
+// sync per file. It makes missing shard directories. made reports whether
+// it created the file, even when a later step failed.
+func (p *Producer) writeFile(dir, name string, m *Message) (made bool, err error) {
 	f, err := p.createIn(dir, name)
 	if err != nil {
 		return false, err
@@ -528,7 +532,7 @@ func (p *Producer) writeFile(dir, name string, data []byte) (made bool, err erro
 			err = p.errorf("close %s: %w", name, cerr)
 		}
 	}()
-	if _, err := f.Write(data); err != nil {
+	if err := writePayload(f, m, name); err != nil {
 		return true, p.errorf("write %s: %w", name, err)
 	}
 	if p.syncing() && p.perFileSync() {

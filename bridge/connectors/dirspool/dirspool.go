@@ -17,6 +17,8 @@ package dirspool
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"path/filepath"
@@ -176,6 +178,7 @@ func (s *Source) Connect(ctx context.Context) error {
 		return err
 	}
 	s.c.SetLogger(s.env.Logger)
+	s.c.SetStreamAbove(bridge.StreamAbove)
 	if s.opts.ExitWhenEmpty {
 		st, err := core.Scan(ctx, s.fsys, s.opts.Options)
 		if ctx.Err() != nil {
@@ -205,6 +208,9 @@ func (s *Source) ReadBatch(ctx context.Context, limit int) ([]*bridge.Message, b
 		m, ok := s.msgs[d]
 		if !ok {
 			m = &bridge.Message{ID: d.MessageID, Metadata: d.Metadata, Payload: d.Payload}
+			if d.Payload == nil && d.Size > 0 { // left on disk: streamed
+				m.Body = &bridge.Body{Size: d.Size, Open: d.Open}
+			}
 			s.msgs[d] = m
 		}
 		out[i] = m
@@ -303,6 +309,7 @@ var (
 	_ bridge.BoundedSpool    = (*Target)(nil)
 	_ bridge.Placed          = (*Target)(nil)
 	_ bridge.SpoolStatter    = (*Target)(nil)
+	_ bridge.BodyStreamer    = (*Target)(nil)
 )
 
 // Connect creates the spool directory when missing, takes the PRODUCER
@@ -361,12 +368,27 @@ func (t *Target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 	defer t.mu.Unlock()
 	batch := make([]core.Message, 0, len(msgs))
 	skipped := map[string]int{}
+	var bodies []io.Closer
+	defer func() {
+		for _, b := range bodies {
+			b.Close()
+		}
+	}()
 	for _, m := range msgs {
 		if m.ID != "" && skipped[m.ID] < t.committed[m.ID] {
 			skipped[m.ID]++
 			continue
 		}
-		batch = append(batch, core.Message{ID: m.ID, Metadata: m.Metadata, Payload: m.Payload})
+		cm := core.Message{ID: m.ID, Metadata: m.Metadata, Payload: m.Payload}
+		if m.Body != nil {
+			r, err := m.Body.Open()
+			if err != nil {
+				return fmt.Errorf("message %s: open its payload: %w", m.ID, err)
+			}
+			bodies = append(bodies, r)
+			cm.Body, cm.Size = r, m.Body.Size
+		}
+		batch = append(batch, cm)
 	}
 	n, err := t.p.Write(ctx, batch)
 	if errors.Is(err, core.ErrSpoolFull) {
@@ -388,6 +410,11 @@ func (t *Target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 	}
 	return nil
 }
+
+// StreamsBodies says that the target copies a message's Body into the
+// spool itself (see bridge.BodyStreamer), file to file in the kernel when
+// both ends are backend-os on Linux.
+func (t *Target) StreamsBodies() bool { return true }
 
 // Close writes DONE as emit_done says (status failure when cause is not
 // nil) and releases the PRODUCER claim.
