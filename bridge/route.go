@@ -211,6 +211,9 @@ func (r *Route) connectEnds(ctx, sctx context.Context, retry RetryPolicy, log *s
 	if err := r.connectDeadLetter(ctx, func(ctx context.Context) error {
 		return r.connect(ctx, retry, log, "dead_letter", r.DeadLetterOutput, r.DeadLetter.Connect)
 	}); err != nil {
+		if ctx.Err() != nil {
+			err = r.interrupted(ctx)
+		}
 		return errors.Join(err, r.Target.Close(sctx, err), r.Source.Close(sctx))
 	}
 	return nil

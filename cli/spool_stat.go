@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -76,7 +77,7 @@ and whether that process is still alive, and the DONE sentinel's record.`,
 				return err
 			}
 			defer release()
-			rep, err := spoolStat(fsys, o)
+			rep, err := spoolStat(cmd.Context(), fsys, o)
 			if err != nil {
 				return err
 			}
@@ -91,8 +92,8 @@ and whether that process is still alive, and the DONE sentinel's record.`,
 	return cmd
 }
 
-func spoolStat(fsys core.FS, o dirspool.Config) (*statReport, error) {
-	st, err := core.Scan(fsys, o.Options)
+func spoolStat(ctx context.Context, fsys core.FS, o dirspool.Config) (*statReport, error) {
+	st, err := core.Scan(ctx, fsys, o.Options)
 	if err != nil {
 		return nil, fmt.Errorf("spool %s: scan: %w", o.Path, err)
 	}
@@ -104,7 +105,7 @@ func spoolStat(fsys core.FS, o dirspool.Config) (*statReport, error) {
 		}
 		return ci
 	}
-	sv, err := core.SurveyLayout(fsys, o.Options)
+	sv, err := core.SurveyLayout(ctx, fsys, o.Options)
 	if err != nil {
 		return nil, fmt.Errorf("spool %s: check layout: %w", o.Path, err)
 	}

@@ -115,7 +115,7 @@ func (c *Consumer) Read(ctx context.Context, limit int) ([]*Delivery, error) {
 			c.mu.Unlock()
 			return nil, ErrClosed
 		}
-		if err := c.startCheck(); err != nil {
+		if err := c.startCheck(ctx); err != nil {
 			c.mu.Unlock()
 			return nil, err
 		}
@@ -128,7 +128,7 @@ func (c *Consumer) Read(ctx context.Context, limit int) ([]*Delivery, error) {
 			c.mu.Unlock()
 			return nil, err
 		}
-		again, err := c.atEnd()
+		again, err := c.atEnd(ctx)
 		if err != nil || again {
 			c.mu.Unlock()
 			if err != nil {
@@ -221,9 +221,9 @@ func (c *Consumer) next() *Delivery {
 
 // atEnd decides what to do when nothing can be delivered now: end (ErrEnd),
 // look again (again), or wait (false, nil).
-func (c *Consumer) atEnd() (again bool, err error) {
+func (c *Consumer) atEnd(ctx context.Context) (again bool, err error) {
 	if c.opts.ExitWhenEmpty && len(c.inflight) == 0 {
-		return false, c.endCheck()
+		return false, c.endCheck(ctx)
 	}
 	if !c.opts.StopOnDone {
 		return false, nil
@@ -241,7 +241,7 @@ func (c *Consumer) atEnd() (again bool, err error) {
 		return found, err
 	}
 	if len(c.inflight) == 0 {
-		return false, c.endCheck()
+		return false, c.endCheck(ctx)
 	}
 	return false, nil
 }

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -75,13 +76,14 @@ type shape struct {
 // the files a consumer with options o would never deliver: files with the
 // payload extension that fit no chunk name, and chunk-like files of another
 // layout (flat chunks in a sharded spool, shard directories in a flat one,
-// names with another digit count or extension). It changes nothing.
-func SurveyLayout(fsys FS, o Options) (*Survey, error) {
+// names with another digit count or extension). It changes nothing, and
+// stops with ctx's error once ctx is done.
+func SurveyLayout(ctx context.Context, fsys FS, o Options) (*Survey, error) {
 	l, err := o.Layout()
 	if err != nil {
 		return nil, err
 	}
-	sv := &surveyor{fsys: fsys, l: l, s: &Survey{}, groups: map[shape]*group{}}
+	sv := &surveyor{ctx: ctx, fsys: fsys, l: l, s: &Survey{}, groups: map[shape]*group{}}
 	if err := sv.walk(".", nil); err != nil {
 		return nil, err
 	}
@@ -95,6 +97,7 @@ type group struct {
 }
 
 type surveyor struct {
+	ctx    context.Context
 	fsys   FS
 	l      *Layout
 	s      *Survey
@@ -102,6 +105,9 @@ type surveyor struct {
 }
 
 func (sv *surveyor) walk(dir string, widths []int) error {
+	if err := sv.ctx.Err(); err != nil {
+		return err
+	}
 	entries, err := sv.fsys.ReadDir(dir)
 	if err != nil {
 		if dir != "." && errors.Is(err, fs.ErrNotExist) {
@@ -125,7 +131,10 @@ func (sv *surveyor) walk(dir string, widths []int) error {
 			}
 		}
 	}
-	for _, e := range entries {
+	for i, e := range entries {
+		if err := cancelled(sv.ctx, i); err != nil {
+			return err
+		}
 		name, full := e.Name(), joinPath(dir, e.Name())
 		switch {
 		case e.Type()&fs.ModeSymlink != 0:

@@ -57,6 +57,13 @@ type DoneRecord struct {
 // .tmp leftovers and sidecars without a payload, removes a stale DONE
 // sentinel durably, and resumes after the highest sequence number ever used.
 func OpenProducer(fsys FS, o Options) (*Producer, error) {
+	return OpenProducerContext(context.Background(), fsys, o)
+}
+
+// OpenProducerContext is OpenProducer that stops walking the spool, and
+// returns ctx's error, once ctx is done: recovering a spool of many chunks
+// takes a while.
+func OpenProducerContext(ctx context.Context, fsys FS, o Options) (*Producer, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -75,11 +82,11 @@ func OpenProducer(fsys FS, o Options) (*Producer, error) {
 			p.claim.holder.Bounds = &b
 		}
 	}
-	if err := p.recover(prev); err != nil {
+	if err := p.recover(ctx, prev); err != nil {
 		p.releaseClaim()
 		return nil, err
 	}
-	if err := p.openUsage(); err != nil {
+	if err := p.openUsage(ctx); err != nil {
 		p.releaseClaim()
 		return nil, err
 	}
@@ -87,7 +94,7 @@ func OpenProducer(fsys FS, o Options) (*Producer, error) {
 }
 
 // openUsage counts what the spool holds when the options bound it.
-func (p *Producer) openUsage() error {
+func (p *Producer) openUsage(ctx context.Context) error {
 	b := p.opts.Bounds
 	if !b.Set() {
 		return nil
@@ -96,8 +103,11 @@ func (p *Producer) openUsage() error {
 		return &option.Error{Field: "min_free_bytes", Value: fmt.Sprint(b.MinFreeBytes),
 			Msg: "needs a backend that reports free space, such as os"}
 	}
-	u, err := newUsage(p.fsys, p.layout)
+	u, err := newUsage(ctx, p.fsys, p.layout)
 	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
 		return p.errorf("count the spool's chunks for its bounds: %w", err)
 	}
 	p.use = u
@@ -117,77 +127,111 @@ func (p *Producer) errorf(format string, args ...any) error {
 
 func (p *Producer) syncing() bool { return p.opts.Fsync != FsyncNone }
 
-func (p *Producer) recover(prev *Holder) error {
-	var next uint64
-	seen := false
-	touched := map[string]bool{}
-	err := walkLeaves(p.fsys, p.layout, func(dir string, names []fs.DirEntry) error {
-		payloads := map[uint64]bool{}
-		var sidecars []string
-		var seqs []uint64
-		for _, e := range names {
-			if !e.Type().IsRegular() {
-				continue
-			}
-			seq, kind, ok := p.layout.ParseLeaf(dir, e.Name())
-			if !ok {
-				continue
-			}
-			if !seen || seq >= next {
-				next, seen = seq+1, true
-			}
-			full := joinPath(dir, e.Name())
-			switch kind {
-			case KindPayload:
-				payloads[seq] = true
-			case KindSidecar:
-				sidecars = append(sidecars, full)
-				seqs = append(seqs, seq)
-			case KindPayloadTmp, KindSidecarTmp:
-				if err := removeIfExists(p.fsys, full); err != nil {
-					return p.errorf("remove leftover %s: %w", full, err)
-				}
-				touched[dir] = true
-			}
-		}
-		for i, sc := range sidecars {
-			if !payloads[seqs[i]] {
-				if err := removeIfExists(p.fsys, sc); err != nil {
-					return p.errorf("remove orphan sidecar %s: %w", sc, err)
-				}
-				touched[dir] = true
-			}
-		}
-		return nil
+// recovery is what recover learns while walking the spool.
+type recovery struct {
+	next    uint64          // one past the highest sequence number seen
+	seen    bool            // a chunk file was seen
+	touched map[string]bool // directories it removed files from
+}
+
+func (p *Producer) recover(ctx context.Context, prev *Holder) error {
+	r := &recovery{touched: map[string]bool{}}
+	err := walkLeaves(ctx, p.fsys, p.layout, func(dir string, names []fs.DirEntry) error {
+		return p.recoverLeaf(ctx, r, dir, names)
 	})
 	if err != nil {
 		return err
 	}
-	if p.syncing() {
-		for dir := range touched {
-			if err := p.fsys.SyncDir(dir); err != nil {
-				if dir != "." && errors.Is(err, fs.ErrNotExist) {
-					continue // emptied by the cleanup and removed by a consumer
-				}
-				return p.errorf("sync %s after recovery: %w", dir, err)
-			}
-		}
+	if err := p.syncRecovered(r.touched); err != nil {
+		return err
 	}
+	next := r.next
 	if prev != nil && prev.NextSeq != nil && *prev.NextSeq > next {
 		next = *prev.NextSeq
 	}
 	p.next = next
-	if _, err := p.fsys.Stat(DoneFile); err == nil {
-		if err := removeIfExists(p.fsys, DoneFile); err != nil {
-			return p.errorf("remove stale DONE: %w", err)
-		}
-		if err := p.fsys.SyncDir("."); err != nil {
-			return p.errorf("sync after removing stale DONE: %w", err)
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return p.errorf("stat DONE: %w", err)
+	if err := p.removeStaleDone(); err != nil {
+		return err
 	}
 	return p.reserve(p.next)
+}
+
+// recoverLeaf removes the .tmp leftovers and orphan sidecars of one leaf
+// directory and notes its highest sequence number.
+func (p *Producer) recoverLeaf(ctx context.Context, r *recovery, dir string, names []fs.DirEntry) error {
+	payloads := map[uint64]bool{}
+	var sidecars []string
+	var seqs []uint64
+	for i, e := range names {
+		if err := cancelled(ctx, i); err != nil {
+			return err
+		}
+		if !e.Type().IsRegular() {
+			continue
+		}
+		seq, kind, ok := p.layout.ParseLeaf(dir, e.Name())
+		if !ok {
+			continue
+		}
+		if !r.seen || seq >= r.next {
+			r.next, r.seen = seq+1, true
+		}
+		full := joinPath(dir, e.Name())
+		switch kind {
+		case KindPayload:
+			payloads[seq] = true
+		case KindSidecar:
+			sidecars = append(sidecars, full)
+			seqs = append(seqs, seq)
+		case KindPayloadTmp, KindSidecarTmp:
+			if err := removeIfExists(p.fsys, full); err != nil {
+				return p.errorf("remove leftover %s: %w", full, err)
+			}
+			r.touched[dir] = true
+		}
+	}
+	for i, sc := range sidecars {
+		if !payloads[seqs[i]] {
+			if err := removeIfExists(p.fsys, sc); err != nil {
+				return p.errorf("remove orphan sidecar %s: %w", sc, err)
+			}
+			r.touched[dir] = true
+		}
+	}
+	return nil
+}
+
+// syncRecovered makes the removals of recover durable.
+func (p *Producer) syncRecovered(touched map[string]bool) error {
+	if !p.syncing() {
+		return nil
+	}
+	for dir := range touched {
+		if err := p.fsys.SyncDir(dir); err != nil {
+			if dir != "." && errors.Is(err, fs.ErrNotExist) {
+				continue // emptied by the cleanup and removed by a consumer
+			}
+			return p.errorf("sync %s after recovery: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// removeStaleDone removes, durably, a DONE sentinel a previous producer
+// left: this producer is not done.
+func (p *Producer) removeStaleDone() error {
+	if _, err := p.fsys.Stat(DoneFile); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return p.errorf("stat DONE: %w", err)
+	}
+	if err := removeIfExists(p.fsys, DoneFile); err != nil {
+		return p.errorf("remove stale DONE: %w", err)
+	}
+	if err := p.fsys.SyncDir("."); err != nil {
+		return p.errorf("sync after removing stale DONE: %w", err)
+	}
+	return nil
 }
 
 // reserve records a high-water mark covering at least upto, so that a

@@ -1,17 +1,36 @@
 package core
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 )
 
+// checkEvery is how many directory entries a walk handles between two
+// looks at its context, so that cancelling one over a large spool stops it
+// within milliseconds.
+const checkEvery = 1024
+
+// cancelled returns ctx's error every checkEvery calls (i counts them).
+func cancelled(ctx context.Context, i int) error {
+	if i%checkEvery != 0 {
+		return nil
+	}
+	return ctx.Err()
+}
+
 // walkLeaves calls fn for every leaf directory of the spool (the root when it
 // is not sharded) in lexical order, with its sorted entries. Directories that
 // are not shard directories, and symbolic links, are skipped. A directory
-// that vanishes while walking (a consumer removed it) is skipped.
-func walkLeaves(fsys FS, l *Layout, fn func(dir string, entries []fs.DirEntry) error) error {
+// that vanishes while walking (a consumer removed it) is skipped. It stops
+// with ctx's error once ctx is done; fn, given a large leaf, should check
+// too (see cancelled).
+func walkLeaves(ctx context.Context, fsys FS, l *Layout, fn func(dir string, entries []fs.DirEntry) error) error {
 	var walk func(dir string, level int) error
 	walk = func(dir string, level int) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		entries, err := fsys.ReadDir(dir)
 		if err != nil {
 			if dir != "." && errors.Is(err, fs.ErrNotExist) {
@@ -50,20 +69,23 @@ type Stats struct {
 }
 
 // Scan walks the whole spool and counts what it holds, without changing
-// anything.
-func Scan(fsys FS, o Options) (*Stats, error) {
+// anything. It stops with ctx's error once ctx is done.
+func Scan(ctx context.Context, fsys FS, o Options) (*Stats, error) {
 	l, err := o.Layout()
 	if err != nil {
 		return nil, err
 	}
 	st := &Stats{}
-	err = walkLeaves(fsys, l, func(dir string, entries []fs.DirEntry) error {
+	err = walkLeaves(ctx, fsys, l, func(dir string, entries []fs.DirEntry) error {
 		if dir != "." {
 			st.ShardDirs++
 		}
 		payloads := map[uint64]bool{}
 		var sidecars []uint64
-		for _, e := range entries {
+		for i, e := range entries {
+			if err := cancelled(ctx, i); err != nil {
+				return err
+			}
 			if !e.Type().IsRegular() {
 				continue
 			}
@@ -116,7 +138,8 @@ func isControlFile(name string) bool {
 // MessageIDs returns the message ids recorded in the sidecars of the
 // committed chunks of a spool (a spool without sidecars has none). A
 // dead-letter route reads them once, to dead-letter a message at most once.
-func MessageIDs(fsys FS, o Options) (map[string]bool, error) {
+// It stops with ctx's error once ctx is done.
+func MessageIDs(ctx context.Context, fsys FS, o Options) (map[string]bool, error) {
 	l, err := o.Layout()
 	if err != nil {
 		return nil, err
@@ -125,8 +148,11 @@ func MessageIDs(fsys FS, o Options) (map[string]bool, error) {
 	if !l.Sidecars() {
 		return ids, nil
 	}
-	err = walkLeaves(fsys, l, func(dir string, entries []fs.DirEntry) error {
-		for _, e := range entries {
+	err = walkLeaves(ctx, fsys, l, func(dir string, entries []fs.DirEntry) error {
+		for i, e := range entries {
+			if err := cancelled(ctx, i); err != nil {
+				return err
+			}
 			seq, kind, ok := l.ParseLeaf(dir, e.Name())
 			if !ok || kind != KindPayload || !e.Type().IsRegular() {
 				continue

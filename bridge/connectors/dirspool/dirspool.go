@@ -167,7 +167,9 @@ func (s *Source) Connect(ctx context.Context) error {
 		case <-time.After(s.opts.PollInterval):
 		}
 	}
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) { // draining: nothing to wait for
+		return bridge.Permanent(err)
+	} else if err != nil {
 		return err
 	}
 	s.c, err = core.OpenConsumer(s.fsys, s.opts.Options)
@@ -178,7 +180,11 @@ func (s *Source) Connect(ctx context.Context) error {
 	s.c.SetLogger(s.env.Logger)
 	s.c.SetStreamAbove(bridge.StreamAbove)
 	if s.opts.ExitWhenEmpty {
-		if st, err := core.Scan(s.fsys, s.opts.Options); err == nil {
+		st, err := core.Scan(ctx, s.fsys, s.opts.Options)
+		if ctx.Err() != nil {
+			return errors.Join(ctx.Err(), s.Close(ctx))
+		}
+		if err == nil {
 			s.total = int64(st.Chunks)
 		}
 	} else {
@@ -258,14 +264,14 @@ func scan(fsys core.FS, o core.Options) (*core.Stats, error) {
 	if fsys == nil {
 		return nil, errors.New("spool is not open")
 	}
-	return core.Scan(fsys, o)
+	return core.Scan(context.Background(), fsys, o)
 }
 
 func backlog(fsys core.FS, o core.Options) (int64, error) {
 	if fsys == nil {
 		return 0, errors.New("spool is not open")
 	}
-	st, err := core.Scan(fsys, o)
+	st, err := core.Scan(context.Background(), fsys, o)
 	if err != nil {
 		return 0, err
 	}
@@ -314,7 +320,7 @@ func (t *Target) Connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	t.p, err = core.OpenProducer(t.fsys, t.opts.Options)
+	t.p, err = core.OpenProducerContext(ctx, t.fsys, t.opts.Options)
 	if err != nil {
 		t.release()
 		return err
@@ -328,7 +334,7 @@ func (t *Target) Connect(ctx context.Context) error {
 // HeldIDs returns the message ids of the chunks in the spool, so that a
 // route using the spool as its dead-letter target writes each message once.
 func (t *Target) HeldIDs(ctx context.Context) (map[string]bool, error) {
-	return core.MessageIDs(t.fsys, t.opts.Options)
+	return core.MessageIDs(ctx, t.fsys, t.opts.Options)
 }
 
 // Dropped counts the messages when_full=drop_newest dropped.

@@ -112,7 +112,9 @@ func (s *Source) Place() (string, string) { return bridge.BackendOS, s.dir }
 // same state file fails at once) and loads the progress.
 func (s *Source) Connect(ctx context.Context) error {
 	zone, err := openDir("drop zone", s.dir, osfs.Options{})
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) && s.drain { // nothing to wait for
+		return bridge.Permanent(err)
+	} else if err != nil {
 		return err
 	}
 	store, err := openState(zone, s.dir, s.statePath)

@@ -122,7 +122,7 @@ func (t *Target) Connect(ctx context.Context) error {
 		return fmt.Errorf("drop zone %s: %w", t.dir, err)
 	}
 	t.zone, t.lock = zone, claim
-	if err := t.recover(); err != nil {
+	if err := t.recover(ctx); err != nil {
 		t.lock.Release()
 		t.zone.Close()
 		t.lock, t.zone = nil, nil

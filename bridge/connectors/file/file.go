@@ -118,7 +118,10 @@ var (
 
 func (s *source) Connect(ctx context.Context) error {
 	f, err := os.Open(s.path)
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
+		// A misspelt path: waiting for the file to appear only delays the error.
+		return bridge.Permanent(fmt.Errorf("open input: %w", err))
+	} else if err != nil {
 		return fmt.Errorf("open input: %w", err)
 	}
 	fi, err := f.Stat()
@@ -257,7 +260,9 @@ func (t *target) Connect(ctx context.Context) error {
 		flags |= os.O_TRUNC
 	}
 	f, err := os.OpenFile(t.path, flags, t.mode)
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) { // the directory is missing: mqb does not create it
+		return bridge.Permanent(fmt.Errorf("open output: %w", err))
+	} else if err != nil {
 		return fmt.Errorf("open output: %w", err)
 	}
 	fail := func(err error) error {
