@@ -54,10 +54,11 @@ type Consumer struct {
 	watches  map[string]DirWatch
 	closed   bool
 
-	payHint, sideHint int         // sizes of the last payload and sidecar read
-	streamAbove       int64       // payloads larger stay on disk (SetStreamAbove); 0: none
-	sideBuf           []byte      // the last sidecar read: decoded, then reused
-	strs              internTable // metadata strings shared between deliveries
+	payHint, sideHint int              // sizes of the last payload and sidecar read
+	streamAbove       int64            // payloads larger stay on disk (SetStreamAbove); 0: none
+	lend              func(int) []byte // lends payload buffers (LendPayloadBuffers); nil: none
+	sideBuf           []byte           // the last sidecar read: decoded, then reused
+	strs              internTable      // metadata strings shared between deliveries
 
 	check consumerCheck // layout, foreign files, DONE (consumercheck.go)
 }

@@ -131,7 +131,11 @@ func (c *Consumer) loadPayload(name string) (payload []byte, size int64, onDisk 
 			return nil, size, onDisk, err
 		}
 	}
-	payload, err = readFile(c.fsys, name, c.payHint)
+	if c.lend != nil {
+		payload, err = readLent(c.fsys, name, c.payHint, c.lend)
+	} else {
+		payload, err = readFile(c.fsys, name, c.payHint)
+	}
 	return payload, int64(len(payload)), false, err
 }
 

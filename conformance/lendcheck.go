@@ -1,0 +1,132 @@
+package conformance
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+
+	"github.com/mqb-project/mqb/core"
+)
+
+// Lent payload buffers (Consumer.LendPayloadBuffers): a consumer reads
+// payloads into buffers its caller lends, sized from the open, and falls
+// back to a buffer of its own when the lent one is too small or missing.
+
+func lendChecks() []check {
+	return []check{
+		{"StreamedIntoLentBuffers", checkLentBuffers},
+	}
+}
+
+// lender lends buffers of a planned capacity, in turn, and remembers them.
+type lender struct {
+	caps  []int // capacity of the next buffers; -1: lend nil
+	asked []int // sizes asked for
+	lent  [][]byte
+}
+
+func (l *lender) get(size int) []byte {
+	l.asked = append(l.asked, size)
+	c := l.caps[(len(l.asked)-1)%len(l.caps)]
+	if c < 0 {
+		l.lent = append(l.lent, nil)
+		return nil
+	}
+	b := bytes.Repeat([]byte{0xEE}, c) // stale bytes the payload must replace
+	l.lent = append(l.lent, b)
+	return b
+}
+
+// uses reports whether payload is the memory of the i-th lent buffer.
+func (l *lender) uses(i int, payload []byte) bool {
+	b := l.lent[i]
+	return len(payload) > 0 && cap(b) > 0 && &payload[0] == &b[:1][0]
+}
+
+// checkLentBuffers writes payloads of several sizes (an empty one, one
+// above readFile's size guess) to spools with and without sidecars, a bad
+// sidecar delivered anyway among them, and reads them through lent
+// buffers that fit, are too small, or are nil: the bytes are right either
+// way, fitting buffers are used, and a nacked delivery comes back holding
+// the buffer it was read into.
+func checkLentBuffers(t TB, e *env) {
+	for _, query := range []string{"bad_sidecar=deliver", "metadata_extension="} {
+		fsys := e.newFS()
+		o := spoolOptions(t, query)
+		o.ExitWhenEmpty = true
+		sizes := []int{5, 0, 100 << 10, 300, 7}
+		var msgs []core.Message
+		for i, n := range sizes {
+			msgs = append(msgs, core.Message{ID: fmt.Sprint("m", i), Payload: MakePayload(fmt.Sprint("m", i), n)})
+		}
+		p, err := core.OpenProducer(fsys, o)
+		noErr(t, "OpenProducer", err)
+		if _, err := p.Write(e.ctx, msgs); err != nil {
+			t.Fatalf("%s: Write: %v", query, err)
+		}
+		noErr(t, "Producer.Close", p.Close())
+		if o.MetadataExt != "" {
+			noErr(t, "Remove", fsys.Remove("000000003"+o.MetadataExt))
+			writeFile(t, fsys, "000000003"+o.MetadataExt, []byte("{not json"))
+		}
+		lendAndCheck(t, e, fsys, o, msgs)
+	}
+}
+
+// lendAndCheck drains the spool through lent buffers: plenty, exact, too
+// small, nil, plenty. It nacks the first delivery once.
+func lendAndCheck(t TB, e *env, fsys core.FS, o core.Options, msgs []core.Message) {
+	c, err := core.OpenConsumer(fsys, o)
+	noErr(t, "OpenConsumer", err)
+	defer c.Close()
+	l := &lender{caps: []int{1 << 20, 0, 1000, -1, 7}}
+	c.LendPayloadBuffers(l.get)
+	first := readBatch(t, e, c, 1, 20*time.Second)
+	noErr(t, "Nack", c.Nack(first...))
+	ds := drain(t, e, c, 10)
+	if len(ds) != len(msgs) || ds[0] != first[0] || !ds[0].Redelivered {
+		t.Fatalf("lent buffers: %d deliveries of %d, the nacked one first: %v", len(ds), len(msgs), len(ds) > 0 && ds[0] == first[0])
+	}
+	for i, d := range ds {
+		want := msgs[i].Payload
+		if !bytes.Equal(d.Payload, want) || d.Size != int64(len(want)) {
+			t.Errorf("lent buffers, message %d: %d payload bytes (Size %d), want %d and the bytes written", i, len(d.Payload), d.Size, len(want))
+		}
+	}
+	checkLentUse(t, l, ds, reportsSize(t, fsys))
+}
+
+// reportsSize says whether the files of fsys report their size at open
+// (core.SizedFile): only then does a consumer lend buffers.
+func reportsSize(t TB, fsys core.FS) bool {
+	writeFile(t, fsys, "sized.probe", []byte("x"))
+	f, err := fsys.Open("sized.probe")
+	noErr(t, "Open", err)
+	defer fsys.Remove("sized.probe")
+	defer f.Close()
+	sf, ok := f.(core.SizedFile)
+	return ok && sf.OpenSize() == 1
+}
+
+// checkLentUse checks that get was asked each payload's size once (the
+// nacked delivery was not read again) and that each fitting buffer holds
+// its payload.
+func checkLentUse(t TB, l *lender, ds []*core.Delivery, sized bool) {
+	if !sized {
+		if len(l.asked) != 0 {
+			t.Errorf("lent buffers: get was asked %v for files of unknown size", l.asked)
+		}
+		return
+	}
+	if len(l.asked) != len(ds) {
+		t.Fatalf("lent buffers: get was called %d times for %d payloads", len(l.asked), len(ds))
+	}
+	for i, d := range ds {
+		if l.asked[i] != len(d.Payload) {
+			t.Errorf("lent buffers, message %d: get asked %d bytes for a payload of %d", i, l.asked[i], len(d.Payload))
+		}
+		if fits := cap(l.lent[i]) >= len(d.Payload); fits && len(d.Payload) > 0 && !l.uses(i, d.Payload) {
+			t.Errorf("lent buffers, message %d: a buffer of %d bytes fits %d but was not used", i, cap(l.lent[i]), len(d.Payload))
+		}
+	}
+}
