@@ -22,7 +22,7 @@ import (
 type benchFlags struct {
 	dir, svgFile                string
 	fsyncs, sizes, ops, layouts []string
-	backends, sidecars          []string
+	backends, sidecars, reads   []string
 	batches, scale              []int
 	count, rounds, handoffCount int
 	asJSON, handoff             bool
@@ -48,6 +48,13 @@ per-batch latencies (one Producer.Write, or one Read plus Ack); "x raw" is
 spool msgs/s over raw msgs/s. For fsync=batch the raw baseline is the fastest
 of three strategies: an fsync per file, all fsyncs issued at once, and one
 syncfs per batch.
+
+Consume cells say in their "read" column (and read= in their name) which API
+they measured: --read lent (the default) reads each payload into a buffer
+lent from a pool that is refilled at Ack (Consumer.LendPayloadBuffers), as
+the raw loop reads into one reused buffer; --read bytes takes the new []byte
+Delivery.Payload the consumer allocates per message, which shows what that
+convenience costs. --read lent,bytes measures both.
 
 --scale N,... instead fills and drains backlogs of N messages (sharded, or
 each --layout given) and reports the per-message cost, the time to the first
@@ -82,6 +89,7 @@ func (fl *benchFlags) register(cmd *cobra.Command) {
 	f.StringSliceVar(&fl.ops, "op", []string{benchrun.OpProduce, benchrun.OpConsume}, "operations: produce, consume (drain with ack)")
 	f.StringSliceVar(&fl.sidecars, "sidecar", []string{"on"}, "metadata sidecars: on, off, or both as on,off")
 	f.StringSliceVar(&fl.layouts, "layout", []string{benchrun.LayoutFlat}, "layouts: flat, sharded (shard_depth=2, shard_width=3)")
+	f.StringSliceVar(&fl.reads, "read", []string{benchrun.ReadLent}, "how consume cells read payloads: lent (into pooled buffers, like the raw loop), bytes (a new []byte each), or both as lent,bytes")
 	f.StringSliceVar(&fl.backends, "backend", []string{bridge.BackendOS}, "backends: os, memfs (in memory; the raw baseline stays on --dir)")
 	f.BoolVar(&fl.asJSON, "json", false, "print one JSON object with a results array instead of a table")
 	f.StringVar(&fl.svgFile, "svg", "", "also write a bar chart of msgs/s per policy and batch size to this SVG file")
@@ -161,7 +169,7 @@ func readOldReport(path string) (*benchrun.Report, error) {
 // benchrun would refuse with an error naming the flag.
 func (fl *benchFlags) config() (benchrun.Config, error) {
 	cfg := benchrun.Config{Dir: fl.dir, Ops: fl.ops, Fsync: fl.fsyncs, BatchSizes: fl.batches, Layouts: fl.layouts,
-		Backends: fl.backends, Count: fl.count, Rounds: fl.rounds}
+		Backends: fl.backends, Reads: fl.reads, Count: fl.count, Rounds: fl.rounds}
 	for _, s := range fl.sizes {
 		n, err := benchrun.ParseSize(s)
 		if err != nil {
@@ -208,6 +216,7 @@ func checkBenchFlags(cfg benchrun.Config) error {
 		oneOf("op", cfg.Ops, benchrun.OpProduce, benchrun.OpConsume),
 		oneOf("layout", cfg.Layouts, benchrun.LayoutFlat, benchrun.LayoutSharded),
 		oneOf("backend", cfg.Backends, bridge.BackendOS, bridge.BackendMemFS),
+		oneOf("read", cfg.Reads, benchrun.ReadLent, benchrun.ReadBytes),
 	} {
 		if err != nil {
 			return err

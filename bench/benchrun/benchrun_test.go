@@ -20,6 +20,7 @@ func TestRunReportIsWellFormed(t *testing.T) {
 		Fsync:      []string{"none", "batch", "chunk"},
 		BatchSizes: []int{1, 16},
 		Sizes:      []int{100},
+		Reads:      []string{ReadLent, ReadBytes},
 		Count:      50,
 		Rounds:     2,
 	}
@@ -28,11 +29,12 @@ func TestRunReportIsWellFormed(t *testing.T) {
 	rep, err := Run(context.Background(), cfg)
 	require.NoError(t, err)
 	want := cfg.Cases()
-	require.Len(t, want, 2*3*2)
+	require.Len(t, want, 3*2+3*2*2, "produce cells, then consume cells in both read modes")
 	require.Len(t, rep.Results, len(want))
 	for i, r := range rep.Results {
 		c := want[i]
-		assert.Equal(t, []any{c.Op, c.Fsync, c.BatchSize, 100, c.Name()}, []any{r.Op, r.Fsync, r.BatchSize, r.PayloadBytes, r.Name}, "result %d", i)
+		assert.Equal(t, []any{c.Op, c.Fsync, c.BatchSize, 100, c.Read, c.Name()}, []any{r.Op, r.Fsync, r.BatchSize, r.PayloadBytes, r.Read, r.Name}, "result %d", i)
+		assert.Equal(t, r.Op == OpConsume, strings.HasSuffix(r.Name, "/read="+r.Read), "%s %s: the read mode is in the consume cell's name", r.Op, r.Name)
 		for what, v := range map[string]float64{"msgs/s": r.MsgsPerSec, "raw msgs/s": r.RawMsgsPerSec, "x raw": r.RatioToRaw, "MB/s": r.MBPerSec, "p50": r.P50BatchMs} {
 			assert.Positive(t, v, "%s %s: %s", r.Op, r.Name, what)
 		}
@@ -69,6 +71,9 @@ func TestRunReportIsWellFormed(t *testing.T) {
 	require.NoError(t, rep.WriteText(&buf))
 	assert.Contains(t, buf.String(), "msgs/s")
 	assert.GreaterOrEqual(t, strings.Count(buf.String(), "produce"), 6, buf.String())
+	assert.Regexp(t, `(?m)^ *consume +none +1 +100B +lent `, buf.String(), "the read column")
+	assert.Regexp(t, `(?m)^ *consume +none +1 +100B +bytes `, buf.String(), "the read column")
+	assert.Contains(t, buf.String(), "LendPayloadBuffers", "the read modes are explained")
 
 	// SVG: well-formed XML with one bar per result.
 	buf.Reset()
@@ -95,6 +100,7 @@ func TestRunRefusesBadCases(t *testing.T) {
 		{Dir: t.TempDir(), BatchSizes: []int{0}},
 		{Dir: t.TempDir(), Layouts: []string{"deep"}},
 		{Dir: t.TempDir(), Backends: []string{"s3"}},
+		{Dir: t.TempDir(), Ops: []string{OpConsume}, Reads: []string{"mmap"}},
 		{},
 	} {
 		_, err := Run(context.Background(), cfg)

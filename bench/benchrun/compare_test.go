@@ -56,6 +56,23 @@ func TestCompareMatchesCellsAndMarksNoise(t *testing.T) {
 	assert.Contains(t, buf.String(), "only in this run: produce fsync=batch/")
 }
 
+// TestCompareReadModes matches a consume cell of a report from before read
+// modes (a new []byte per payload) with the read=bytes cell, not the
+// read=lent one.
+func TestCompareReadModes(t *testing.T) {
+	old, err := ReadReport(strings.NewReader(oldReportJSON))
+	require.NoError(t, err)
+	name := "fsync=none/batch=1/size=1KiB/sidecar=on/layout=flat/backend=os"
+	cur := &Report{Results: []Result{
+		{Op: OpConsume, Name: name + "/read=lent", Read: ReadLent, MsgsPerSec: 3000},
+		{Op: OpConsume, Name: name + "/read=bytes", Read: ReadBytes, MsgsPerSec: 2000},
+	}}
+	c := Compare(old, cur)
+	require.Len(t, c.Deltas, 1)
+	assert.Equal(t, name+"/read=bytes", c.Deltas[0].Name)
+	assert.Equal(t, []string{"consume " + name + "/read=lent"}, c.OnlyNew)
+}
+
 func TestOverlap(t *testing.T) {
 	for _, tc := range []struct {
 		name string

@@ -34,8 +34,12 @@ type Result struct {
 	Sidecar      bool   `json:"sidecar"`
 	Layout       string `json:"layout"`
 	Backend      string `json:"backend"`
-	Count        int    `json:"count"`
-	Rounds       int    `json:"rounds"`
+	// Read is how a consume cell read payloads: "lent" (into buffers the
+	// caller lends) or "bytes" (a new []byte each). Reports from before
+	// the field have none: their consume cells read "bytes".
+	Read   string `json:"read,omitempty"`
+	Count  int    `json:"count"`
+	Rounds int    `json:"rounds"`
 
 	MsgsPerSec float64 `json:"msgs_per_sec"`
 	MBPerSec   float64 `json:"mb_per_sec"` // payload bytes only, 10^6 bytes per MB
@@ -79,7 +83,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	vary := r.varying()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := []string{"op", "fsync", "batch", "size"}
-	for _, k := range []string{"sidecar", "layout", "backend"} {
+	for _, k := range []string{"sidecar", "layout", "backend", "read"} {
 		if vary[k] {
 			head = append(head, k)
 		}
@@ -96,6 +100,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		if vary["backend"] {
 			row = append(row, x.Backend)
+		}
+		if vary["read"] {
+			row = append(row, readOf(x))
 		}
 		row = append(row, fmtRate(x.MsgsPerSec), fmt.Sprintf("%.1f", x.MBPerSec),
 			fmtMs(x.P50BatchMs), fmtMs(x.P99BatchMs), fmtRate(x.RawMsgsPerSec),
@@ -129,6 +136,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if _, err := fmt.Fprintln(w, "\nx raw: spool msgs/s over raw-syscall msgs/s measured in the same rounds (1.00 = no overhead)."); err != nil {
 		return err
 	}
+	if vary["read"] {
+		fmt.Fprintln(w, "read: lent = payloads read into buffers lent from a pool refilled at Ack (Consumer.LendPayloadBuffers),\n  like the raw loop's one reused buffer; bytes = a new Delivery.Payload per message.")
+	}
 	if r.Compare == nil {
 		return nil
 	}
@@ -136,18 +146,34 @@ func (r *Report) WriteText(w io.Writer) error {
 	return r.Compare.WriteText(w)
 }
 
+// varying says which of sidecar, layout and backend take more than one
+// value in the report, and whether it has consume cells ("read"): how
+// those read is always shown.
 func (r *Report) varying() map[string]bool {
 	seen := map[string]map[string]bool{"sidecar": {}, "layout": {}, "backend": {}}
+	out := map[string]bool{}
 	for _, x := range r.Results {
 		seen["sidecar"][onOff(x.Sidecar)] = true
 		seen["layout"][x.Layout] = true
 		seen["backend"][x.Backend] = true
+		out["read"] = out["read"] || x.Op == OpConsume
 	}
-	out := map[string]bool{}
 	for k, v := range seen {
 		out[k] = len(v) > 1
 	}
 	return out
+}
+
+// readOf is how cell x read payloads: "-" for produce, "bytes" for a
+// consume cell of a report from before lent buffers.
+func readOf(x Result) string {
+	switch {
+	case x.Op != OpConsume:
+		return "-"
+	case x.Read == "":
+		return ReadBytes
+	}
+	return x.Read
 }
 
 func onOff(b bool) string {

@@ -25,6 +25,7 @@ type Config struct {
 	Sidecars   []bool   // with and without metadata sidecars
 	Layouts    []string // LayoutFlat, LayoutSharded
 	Backends   []string // osfs.Name, memfs.Name
+	Reads      []string // how consume cases read payloads: ReadLent, ReadBytes
 	// Count is the number of messages each arm writes or drains per round.
 	Count int
 	// Rounds is how many times each case runs, each time in a fresh
@@ -56,6 +57,7 @@ func DefaultConfig(dir string) Config {
 		Sidecars:   []bool{true},
 		Layouts:    []string{LayoutFlat},
 		Backends:   []string{osfs.Name},
+		Reads:      []string{ReadLent},
 		Count:      1024,
 		Rounds:     5,
 	}
@@ -84,6 +86,9 @@ func (cfg Config) withDefaults() Config {
 	if len(cfg.Backends) == 0 {
 		cfg.Backends = d.Backends
 	}
+	if len(cfg.Reads) == 0 {
+		cfg.Reads = d.Reads
+	}
 	if cfg.Count <= 0 {
 		cfg.Count = d.Count
 	}
@@ -104,8 +109,10 @@ func (cfg Config) Cases() []Case {
 					for _, size := range cfg.Sizes {
 						for _, fs := range cfg.Fsync {
 							for _, b := range cfg.BatchSizes {
-								out = append(out, Case{Op: op, Fsync: fs, BatchSize: b, PayloadBytes: size,
-									Sidecar: side, Layout: lay, Backend: be})
+								for _, read := range cfg.readsOf(op) {
+									out = append(out, Case{Op: op, Fsync: fs, BatchSize: b, PayloadBytes: size,
+										Sidecar: side, Layout: lay, Backend: be, Read: read})
+								}
 							}
 						}
 					}
@@ -114,6 +121,14 @@ func (cfg Config) Cases() []Case {
 		}
 	}
 	return out
+}
+
+// readsOf returns the read modes of op's cases: none for produce.
+func (cfg Config) readsOf(op string) []string {
+	if op == OpConsume {
+		return cfg.Reads
+	}
+	return []string{""}
 }
 
 // Run measures every case of cfg against the raw baseline in the same
@@ -240,7 +255,7 @@ func (m *measure) result() Result {
 	spool := len(m.arms) - 1
 	res := Result{
 		Op: c.Op, Fsync: c.Fsync, BatchSize: c.BatchSize, PayloadBytes: c.PayloadBytes,
-		Sidecar: c.Sidecar, Layout: c.Layout, Backend: c.Backend, Name: c.Name(),
+		Sidecar: c.Sidecar, Layout: c.Layout, Backend: c.Backend, Read: c.Read, Name: c.Name(),
 		Rounds: len(m.msgs),
 	}
 	if len(m.msgs) == 0 {

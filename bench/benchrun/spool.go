@@ -24,6 +24,17 @@ const (
 	OpConsume = "consume"
 )
 
+// How a consume case reads payloads.
+const (
+	// ReadLent reads each payload into a buffer from a pool the consumer
+	// refills at Ack (Consumer.LendPayloadBuffers with a core.BufferPool):
+	// like the raw loop, which reads into one reused buffer.
+	ReadLent = "lent"
+	// ReadBytes takes each payload as the new []byte the consumer
+	// allocates for Delivery.Payload: what the plain API costs.
+	ReadBytes = "bytes"
+)
+
 // spoolFS is an open spool filesystem and how to let it go.
 type spoolFS struct {
 	fs    core.FS
@@ -137,14 +148,22 @@ func (s *spoolProducer) close() error {
 type spoolConsumer struct {
 	fsys *spoolFS
 	c    *core.Consumer
+	pool *core.BufferPool // lends payload buffers (ReadLent); nil for ReadBytes
 }
 
-func newSpoolConsumer(fsys *spoolFS, o core.Options) (*spoolConsumer, error) {
+func newSpoolConsumer(fsys *spoolFS, o core.Options, read string) (*spoolConsumer, error) {
 	c, err := core.OpenConsumer(fsys.fs, o)
 	if err != nil {
 		return nil, err
 	}
-	return &spoolConsumer{fsys: fsys, c: c}, nil
+	s := &spoolConsumer{fsys: fsys, c: c}
+	if read == ReadLent {
+		// Keep every idle buffer: a batch of 256 payloads of 1 MiB has 256
+		// in flight, allocated in the first round and reused after.
+		s.pool = core.NewBufferPool(1 << 62)
+		c.LendPayloadBuffers(s.pool.Get)
+	}
+	return s, nil
 }
 
 // consume reads n chunks, in batches of up to n, and acks them.
@@ -156,6 +175,11 @@ func (s *spoolConsumer) consume(n int) error {
 		}
 		if err := s.c.Ack(ds...); err != nil {
 			return err
+		}
+		if s.pool != nil {
+			for _, d := range ds {
+				s.pool.Put(d.Payload)
+			}
 		}
 		n -= len(ds)
 	}

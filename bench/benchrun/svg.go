@@ -125,6 +125,9 @@ func panelTitle(x Result, vary map[string]bool) string {
 	if vary["backend"] {
 		title += ", backend " + x.Backend
 	}
+	if x.Op == OpConsume {
+		title += ", read " + readOf(x)
+	}
 	return title
 }
 

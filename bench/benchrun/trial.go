@@ -26,6 +26,10 @@ type Case struct {
 	// every spool bound set high enough never to be reached, to measure
 	// what the accounting costs. Produce cases only.
 	Bounded bool
+	// Read is how a consume case reads payloads: ReadLent (into buffers the
+	// caller lends, Consumer.LendPayloadBuffers) or ReadBytes (a new
+	// Delivery.Payload per message). Empty for produce cases.
+	Read string
 }
 
 // Name returns the case as benchmark name elements, for example
@@ -39,6 +43,9 @@ func (c Case) Name() string {
 		c.Fsync, c.BatchSize, FormatSize(int64(c.PayloadBytes)), side, c.Layout, c.Backend)
 	if c.Bounded {
 		name += "/bound=on"
+	}
+	if c.Read != "" {
+		name += "/read=" + c.Read
 	}
 	return name
 }
@@ -59,6 +66,10 @@ func (c Case) validate() error {
 		return fmt.Errorf("backend %q: must be %s or %s", c.Backend, osfs.Name, memfs.Name)
 	case c.Bounded && c.Op != OpProduce:
 		return fmt.Errorf("bounded: only produce cases have a bounded arm")
+	case c.Op == OpConsume && c.Read != ReadLent && c.Read != ReadBytes:
+		return fmt.Errorf("read %q: must be %s or %s", c.Read, ReadLent, ReadBytes)
+	case c.Op == OpProduce && c.Read != "":
+		return fmt.Errorf("read %q: only consume cases read", c.Read)
 	}
 	return nil
 }
@@ -191,7 +202,7 @@ func (t *Trial) spoolArm(dir string) (*arm, error) {
 		if err := fill(fsys.fs, o, t.payload, n, 256); err != nil {
 			return err
 		}
-		sc, err := newSpoolConsumer(fsys, o)
+		sc, err := newSpoolConsumer(fsys, o, c.Read)
 		if err != nil {
 			return err
 		}
