@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	osfs "github.com/mqb-project/mqb/backend-os"
+	"github.com/mqb-project/mqb/bench/benchrun"
 	"github.com/mqb-project/mqb/core"
 )
 
@@ -17,15 +18,31 @@ var aloneMetadata = map[string]string{"content_type": "application/octet-stream"
 // through the spool on backend-os alone, without the raw arm the matrix
 // runs beside it, so that -benchmem counts the spool's own allocations per
 // message (B/op and allocs/op are per message). Those counts do not depend
-// on the machine's load, unlike ns/op.
+// on the machine's load, unlike ns/op. Consume cases read payloads both
+// ways: read=bytes takes a new Delivery.Payload per message, read=lent
+// lends buffers from a core.BufferPool refilled at Ack.
 func BenchmarkSpoolAlone(b *testing.B) {
 	for _, layout := range []string{"flat", "sharded"} {
 		for _, fsync := range []core.FsyncPolicy{core.FsyncNone, core.FsyncChunk} {
 			for _, batch := range []int{1, 256} {
 				name := "fsync=" + string(fsync) + "/batch=" + count(batch) + "/layout=" + layout
 				b.Run("op=produce/"+name, func(b *testing.B) { aloneProduce(b, layout, fsync, batch) })
-				b.Run("op=consume/"+name, func(b *testing.B) { aloneConsume(b, layout, fsync, batch) })
+				for _, read := range []string{"bytes", "lent"} {
+					b.Run("op=consume/"+name+"/read="+read, func(b *testing.B) { aloneConsume(b, layout, fsync, batch, 1<<10, read) })
+				}
 			}
+		}
+	}
+}
+
+// BenchmarkSpoolAloneLarge is BenchmarkSpoolAlone's drain of 64 KiB and
+// 1 MiB payloads (fsync=none, batch 256, flat), where the payload buffer
+// is most of what a delivery allocates.
+func BenchmarkSpoolAloneLarge(b *testing.B) {
+	for _, size := range []int{64 << 10, 1 << 20} {
+		for _, read := range []string{"bytes", "lent"} {
+			name := "op=consume/fsync=none/batch=256/layout=flat/size=" + benchrun.FormatSize(int64(size)) + "/read=" + read
+			b.Run(name, func(b *testing.B) { aloneConsume(b, "flat", core.FsyncNone, 256, size, read) })
 		}
 	}
 }
@@ -78,7 +95,7 @@ func aloneProduce(b *testing.B, layout string, fsync core.FsyncPolicy, batch int
 	aloneWrite(b, p, b.N, batch, payload)
 }
 
-func aloneConsume(b *testing.B, layout string, fsync core.FsyncPolicy, batch int) {
+func aloneConsume(b *testing.B, layout string, fsync core.FsyncPolicy, batch, size int, read string) {
 	fsys, o := aloneOptions(b, layout, fsync)
 	fill := o
 	fill.Fsync = core.FsyncNone
@@ -86,7 +103,7 @@ func aloneConsume(b *testing.B, layout string, fsync core.FsyncPolicy, batch int
 	if err != nil {
 		b.Fatal(err)
 	}
-	aloneWrite(b, p, b.N, 256, make([]byte, 1<<10))
+	aloneWrite(b, p, b.N, 256, make([]byte, size))
 	if err := p.Close(); err != nil {
 		b.Fatal(err)
 	}
@@ -95,6 +112,11 @@ func aloneConsume(b *testing.B, layout string, fsync core.FsyncPolicy, batch int
 		b.Fatal(err)
 	}
 	defer c.Close()
+	var pool *core.BufferPool
+	if read == "lent" {
+		pool = core.NewBufferPool(1 << 62)
+		c.LendPayloadBuffers(pool.Get)
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for done := 0; done < b.N; {
@@ -104,6 +126,11 @@ func aloneConsume(b *testing.B, layout string, fsync core.FsyncPolicy, batch int
 		}
 		if err := c.Ack(ds...); err != nil {
 			b.Fatal(err)
+		}
+		if pool != nil {
+			for _, d := range ds {
+				pool.Put(d.Payload)
+			}
 		}
 		done += len(ds)
 	}
