@@ -81,6 +81,26 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "\nkernel %s, %d CPUs, %s/%s; %d messages per case and round, median of %d rounds\n\n",
 		m.Kernel, m.CPUs, m.GoVersion, m.GOARCH, r.Count, r.Rounds)
 	vary := r.varying()
+	if err := r.writeTable(w, vary); err != nil {
+		return err
+	}
+	r.writeRawStrategies(w)
+	if _, err := fmt.Fprintln(w, "\nx raw: spool msgs/s over raw-syscall msgs/s measured in the same rounds (1.00 = no overhead)."); err != nil {
+		return err
+	}
+	if vary["read"] {
+		fmt.Fprintln(w, "read: lent = payloads read into buffers lent from a pool refilled at Ack (Consumer.LendPayloadBuffers),\n  like the raw loop's one reused buffer; bytes = a new Delivery.Payload per message.")
+	}
+	if r.Compare == nil {
+		return nil
+	}
+	fmt.Fprintln(w, "\nagainst the earlier run:")
+	return r.Compare.WriteText(w)
+}
+
+// writeTable writes one row per result, with a column for each of sidecar,
+// layout, backend and read that vary says to show.
+func (r *Report) writeTable(w io.Writer, vary map[string]bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := []string{"op", "fsync", "batch", "size"}
 	for _, k := range []string{"sidecar", "layout", "backend", "read"} {
@@ -109,9 +129,12 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Sprintf("%.2f", x.RatioToRaw), strings.TrimPrefix(strings.TrimPrefix(x.RawArm, RawArmPrefix), "/"))
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	return tw.Flush()
+}
+
+// writeRawStrategies lists each raw strategy's msgs/s for the cells that
+// tried several.
+func (r *Report) writeRawStrategies(w io.Writer) {
 	var notes []string
 	for _, x := range r.Results {
 		if len(x.RawStrategies) > 1 {
@@ -133,17 +156,6 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintln(w, n)
 		}
 	}
-	if _, err := fmt.Fprintln(w, "\nx raw: spool msgs/s over raw-syscall msgs/s measured in the same rounds (1.00 = no overhead)."); err != nil {
-		return err
-	}
-	if vary["read"] {
-		fmt.Fprintln(w, "read: lent = payloads read into buffers lent from a pool refilled at Ack (Consumer.LendPayloadBuffers),\n  like the raw loop's one reused buffer; bytes = a new Delivery.Payload per message.")
-	}
-	if r.Compare == nil {
-		return nil
-	}
-	fmt.Fprintln(w, "\nagainst the earlier run:")
-	return r.Compare.WriteText(w)
 }
 
 // varying says which of sidecar, layout and backend take more than one
