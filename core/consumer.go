@@ -21,7 +21,8 @@ type Delivery struct {
 	Metadata  map[string]string // from the sidecar; empty when there is none
 	// Payload holds the payload, unless the consumer streams payloads
 	// of this Size (see Consumer.SetStreamAbove): then it is nil and Open
-	// or ReadInto reads it.
+	// or ReadInto reads it. Its memory may be lent by the caller until the
+	// delivery is acked (see Consumer.LendPayloadBuffers).
 	Payload     []byte
 	Size        int64 // bytes in the payload
 	Redelivered bool  // it was nacked before

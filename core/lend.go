@@ -19,14 +19,17 @@ import (
 // payload read, and must not call the consumer.
 //
 // The buffer belongs to the consumer, and then to the Delivery, until that
-// delivery is acknowledged: after Ack (or after Close, for deliveries still
-// in flight) the caller owns Payload's memory again and may reuse it. A Nack
+// delivery is acknowledged: after Ack (or after Close, for every delivery
+// not acked) the caller owns Payload's memory again and may reuse it. A Nack
 // does not give it back: a nacked delivery is delivered again as the same
 // Delivery with the same Payload, so its buffer returns at its eventual Ack.
 //
 // A buffer whose capacity is below size, or nil, is not used: the payload
 // is read into a new buffer as without lending (get may say "no" that
-// way). A buffer lent to a read that fails is not given back. get is not called for a file whose size is unknown at open (a
+// way). A buffer lent for a payload that is then not delivered (its read
+// failed, or its sidecar stopped the consumer) is not given back: the
+// garbage collector takes it, and the payload's next read asks get again.
+// get is not called for a file whose size is unknown at open (a
 // backend whose files do not report it), for payloads left on disk by
 // SetStreamAbove, nor for sidecars. nil turns lending off.
 func (c *Consumer) LendPayloadBuffers(get func(size int) []byte) {
@@ -92,8 +95,8 @@ func (p *BufferPool) Get(size int) []byte {
 	return make([]byte, size, 1<<class)
 }
 
-// Put gives a buffer back to the pool; any slice of a buffer from Get will
-// do, and so will nil (ignored). A buffer whose capacity is not a power of
+// Put gives a buffer back to the pool, once: any slice of a buffer from Get
+// will do, and so will nil (ignored). A buffer whose capacity is not a power of
 // two (not from Get) is filed under the class below its capacity.
 func (p *BufferPool) Put(b []byte) {
 	if cap(b) == 0 || cap(b) >= 1<<31 {
