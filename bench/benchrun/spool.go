@@ -158,13 +158,17 @@ func newSpoolConsumer(fsys *spoolFS, o core.Options, read string) (*spoolConsume
 	}
 	s := &spoolConsumer{fsys: fsys, c: c}
 	if read == ReadLent {
-		// Keep every idle buffer: a batch of 256 payloads of 1 MiB has 256
-		// in flight, allocated in the first round and reused after.
-		s.pool = core.NewBufferPool(1 << 62)
+		s.pool = lentBuffers
 		c.LendPayloadBuffers(s.pool.Get)
 	}
 	return s, nil
 }
+
+// lentBuffers lends the payload buffers of every ReadLent case of the
+// process, one after the other, and keeps every idle one: a batch of 256
+// payloads of 1 MiB has 256 in flight, allocated in a case's first round
+// and reused after, as the raw loop reuses its one buffer.
+var lentBuffers = core.NewBufferPool(1 << 62)
 
 // consume reads n chunks, in batches of up to n, and acks them.
 func (s *spoolConsumer) consume(n int) error {
