@@ -50,6 +50,8 @@ type Consumer struct {
 
 	payHint, sideHint int // sizes of the last payload and sidecar read
 
+	resume resumeState // the ack frontier kept in the CONSUMER record (resume.go)
+
 	check consumerCheck // layout, foreign files, DONE (consumercheck.go)
 }
 
@@ -66,9 +68,12 @@ func OpenConsumer(fsys FS, o Options) (*Consumer, error) {
 		inflight: map[string]*Delivery{}, settled: make(chan struct{}), watches: map[string]DirWatch{},
 	}
 	if c.destructive && o.Claims {
-		cl, _, err := acquireClaim(fsys, o.Path, ConsumerFile, "consumer")
+		cl, prev, err := acquireClaim(fsys, o.Path, ConsumerFile, "consumer")
 		if err != nil {
 			return nil, err
+		}
+		if f := c.resumeFrom(prev); f > 0 {
+			cl.holder.AckedBelow = &f
 		}
 		if err := cl.record(nil); err != nil {
 			_ = cl.release()
@@ -105,7 +110,7 @@ func (c *Consumer) Read(ctx context.Context, limit int) ([]*Delivery, error) {
 			c.mu.Unlock()
 			return nil, ErrClosed
 		}
-		if err := c.startCheck(); err != nil {
+		if err := c.checkDue(); err != nil {
 			c.mu.Unlock()
 			return nil, err
 		}
@@ -113,6 +118,9 @@ func (c *Consumer) Read(ctx context.Context, limit int) ([]*Delivery, error) {
 		if len(out) > 0 {
 			c.mu.Unlock()
 			return out, nil // a read error, if any, comes back on the next call
+		}
+		if err == nil {
+			err = c.startCheck() // before waiting or ending
 		}
 		if err != nil {
 			c.mu.Unlock()
@@ -183,31 +191,6 @@ func (c *Consumer) fill(limit int) ([]*Delivery, error) {
 	return out, nil
 }
 
-// next opens the payload right after the cursor by name, without listing:
-// names are fixed-width, so the next one is known. A consumer that keeps up
-// with the producer, or drains a backlog, then lists only on a miss, and a
-// large flat backlog is listed once instead of once per page. It returns
-// nil when that payload is not there (yet) or there is no cursor.
-func (c *Consumer) next() *Delivery {
-	seq, kind, ok := c.layout.Parse(c.cursor)
-	if c.cursor == "" || !ok || kind != KindPayload || seq >= c.layout.MaxSeq() {
-		return nil
-	}
-	name := c.layout.Payload(seq + 1)
-	if c.skip(name) {
-		return nil
-	}
-	d, err := c.load(name)
-	if err != nil {
-		// Missing, or not a chunk to open by name (a symbolic link, a bad
-		// sidecar): the listing decides, and reports what must stop us.
-		return nil
-	}
-	c.cursor = name
-	c.noteDelivered(d.Seq)
-	return d
-}
-
 // atEnd decides what to do when nothing can be delivered now: end (ErrEnd),
 // look again (again), or wait (false, nil).
 func (c *Consumer) atEnd() (again bool, err error) {
@@ -239,6 +222,7 @@ func (c *Consumer) atEnd() (again bool, err error) {
 // finds none looks from the start too, for chunks that arrived out of order
 // or were acked with a failed delete.
 func (c *Consumer) refill() (bool, error) {
+	c.resume.misses = 0 // listing from here on: misses are the listing's to decide
 	names, err := c.list(c.cursor)
 	if err == nil && len(names) == 0 && c.destructive && c.cursor != "" {
 		names, err = c.list("")
@@ -517,6 +501,7 @@ func (c *Consumer) Ack(ds ...*Delivery) error {
 		}
 		if err := removeIfExists(c.fsys, d.Name); err != nil {
 			errs = append(errs, c.errorf("delete acked %s: %w", d.Name, err))
+			c.noteDeleteFailed(d.Seq)
 			continue
 		}
 		switch c.opts.Fsync {
@@ -542,6 +527,7 @@ func (c *Consumer) Ack(ds ...*Delivery) error {
 			removeSidecar(d)
 		}
 	}
+	c.noteAcks(len(ds))
 	return errors.Join(errs...)
 }
 
@@ -586,7 +572,7 @@ func (c *Consumer) Close() error {
 	}
 	c.watches = nil
 	if c.claim != nil {
-		errs = append(errs, c.claim.release())
+		errs = append(errs, c.writeFrontier(c.opts.Fsync != FsyncNone), c.claim.release())
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,180 @@
+package core
+
+import (
+	"errors"
+	"io/fs"
+)
+
+// A draining consumer keeps its resume point, the ack frontier, in its
+// CONSUMER record (acked_below, docs/protocol.md section 5.7): every chunk
+// numbered below it was acknowledged and deleted. The next consumer opens
+// the chunk at that number by name instead of listing the spool first, so
+// its first delivery costs the same at any backlog.
+//
+// The frontier is written every hintEvery acks and at Close, without a
+// sync: a crash or power cut leaves an older record, a lower frontier, and
+// a lower one only costs a few opens of names already gone (resumeMisses)
+// or, past those, one listing. It is never above a chunk still on disk that
+// this consumer knows of: chunks in flight, nacked, listed and not yet
+// delivered, and acked ones whose delete failed all hold it back.
+
+// hintEvery is how many acks pass between two writes of the frontier.
+const hintEvery = 256
+
+// resumeMisses bounds the names a resuming consumer opens past missing ones
+// before it lists: more than the acks a killed consumer may not have
+// recorded (hintEvery), so that a restart after a crash does not list.
+const resumeMisses = 2 * hintEvery
+
+// resumeState is the frontier bookkeeping of a draining consumer.
+type resumeState struct {
+	written  uint64 // the frontier last written (or read at open)
+	acks     int    // acks since the frontier was last computed
+	misses   int    // names next may still find missing before a listing
+	failed   bool   // an acked chunk's delete failed: failedAt holds the frontier
+	failedAt uint64 // the lowest such chunk's number
+}
+
+// resumeFrom takes the previous holder's frontier as the place to start,
+// unless it cannot be right: above the highest number the layout allows,
+// above the producer's high-water mark, or with a chunk right below it.
+// It returns the frontier it took (0: none, start with a listing).
+func (c *Consumer) resumeFrom(prev *Holder) uint64 {
+	if prev == nil || prev.AckedBelow == nil || *prev.AckedBelow == 0 {
+		return 0
+	}
+	f := *prev.AckedBelow
+	if f > c.layout.MaxSeq() {
+		return 0
+	}
+	if p := readHolder(c.fsys, ProducerFile); p != nil && p.NextSeq != nil && f > *p.NextSeq {
+		c.logger().Warn("the CONSUMER record's position is above the producer's high-water mark; listing the spool instead",
+			"spool", c.opts.Path, "acked_below", f, "next_seq", *p.NextSeq)
+		return 0
+	}
+	below := c.layout.Payload(f - 1)
+	if _, err := c.fsys.Stat(below); !errors.Is(err, fs.ErrNotExist) {
+		if err == nil {
+			c.logger().Warn("a chunk sits below the CONSUMER record's position; listing the spool instead",
+				"spool", c.opts.Path, "acked_below", f, "file", below)
+		}
+		return 0
+	}
+	c.cursor = below
+	c.resume = resumeState{written: f, misses: resumeMisses}
+	return f
+}
+
+// ackFrontier is the lowest number that may still be on disk: the one
+// after the cursor, or lower for a chunk listed, in flight, nacked or whose
+// delete failed.
+func (c *Consumer) ackFrontier() uint64 {
+	f := c.resume.written
+	if seq, _, ok := c.layout.Parse(c.cursor); ok {
+		f = seq + 1
+	}
+	lower := func(name string) {
+		if seq, _, ok := c.layout.Parse(name); ok && seq < f {
+			f = seq
+		}
+	}
+	if len(c.pending) > 0 {
+		lower(c.pending[0])
+	}
+	for name := range c.inflight {
+		lower(name)
+	}
+	if len(c.retry) > 0 {
+		lower(c.retry[0].Name)
+	}
+	if c.resume.failed && c.resume.failedAt < f {
+		f = c.resume.failedAt
+	}
+	return f
+}
+
+// noteAcks counts acks and writes the frontier every hintEvery of them.
+func (c *Consumer) noteAcks(n int) {
+	if c.claim == nil {
+		return
+	}
+	c.resume.acks += n
+	if c.resume.acks >= hintEvery {
+		c.resume.acks = 0
+		_ = c.writeFrontier(false) // a hint: a failed write leaves an older, lower one
+	}
+}
+
+// noteDeleteFailed holds the frontier at or below an acked chunk that is
+// still on disk.
+func (c *Consumer) noteDeleteFailed(seq uint64) {
+	if !c.resume.failed || seq < c.resume.failedAt {
+		c.resume.failed, c.resume.failedAt = true, seq
+	}
+}
+
+// writeFrontier records the frontier in the CONSUMER claim file when it
+// moved.
+func (c *Consumer) writeFrontier(sync bool) error {
+	f := c.ackFrontier()
+	if f == c.resume.written {
+		return nil
+	}
+	c.claim.holder.AckedBelow = &f
+	if err := c.claim.update(sync); err != nil {
+		return err
+	}
+	c.resume.written = f
+	return nil
+}
+
+// next opens the payload right after the cursor by name, without listing:
+// names are fixed-width, so the next one is known. A consumer that keeps up
+// with the producer, or drains a backlog, then lists only on a miss, and a
+// large flat backlog is listed once instead of once per page. A consumer
+// resuming from its CONSUMER record may go on past resumeMisses missing
+// names. It returns nil when no payload was found (yet) or there is no
+// cursor.
+func (c *Consumer) next() *Delivery {
+	seq, kind, ok := c.layout.Parse(c.cursor)
+	if c.cursor == "" || !ok || kind != KindPayload {
+		return nil
+	}
+	for s := seq + 1; s <= c.layout.MaxSeq() && s > seq; s++ {
+		name := c.layout.Payload(s)
+		if c.skip(name) {
+			return nil
+		}
+		d, err := c.load(name)
+		if err == nil {
+			if s > seq+1 {
+				// A name found missing may have been committed since,
+				// before this one: look at them once more.
+				if first := c.firstOf(seq+1, s-1); first != nil {
+					d = first
+				}
+			}
+			c.cursor = d.Name
+			c.noteDelivered(d.Seq)
+			return d
+		}
+		// Missing, or not a chunk to open by name (a symbolic link, a bad
+		// sidecar): the listing decides, and reports what must stop us.
+		if !errors.Is(err, fs.ErrNotExist) || c.resume.misses == 0 {
+			return nil
+		}
+		c.resume.misses--
+	}
+	return nil
+}
+
+// firstOf returns the first payload numbered from lo to hi that can be
+// read now, or nil.
+func (c *Consumer) firstOf(lo, hi uint64) *Delivery {
+	for s := lo; s <= hi; s++ {
+		if d, err := c.load(c.layout.Payload(s)); err == nil {
+			return d
+		}
+	}
+	return nil
+}
