@@ -18,3 +18,11 @@ func (t *Trial) rawArm(string, string, rawNames, string, []byte) (*arm, error) {
 
 // syncfsPath does nothing: no spool or baseline writes here to flush.
 func syncfsPath(string) error { return nil }
+
+func rawScale(string, int, int, string, bool, []byte, []byte) (float64, float64, error) {
+	return 0, 0, fmt.Errorf("the raw baseline of mqb bench needs Linux, macOS or FreeBSD, not %s", runtime.GOOS)
+}
+
+func rawListMs(string) (float64, error) {
+	return 0, fmt.Errorf("the raw baseline of mqb bench needs Linux, macOS or FreeBSD, not %s", runtime.GOOS)
+}

@@ -8,6 +8,7 @@ import (
 	osfs "github.com/mqb-project/mqb/backend-os"
 	"slices"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -499,4 +500,50 @@ func (c *rawConsumer) consume(n int) error {
 		}
 	}
 	return nil
+}
+
+// rawScale fills a backlog of n chunks in dir with the raw producer, in
+// batches, then drains it with the raw consumer, and returns the cost per
+// message of each: the raw loop's own growth with the backlog.
+func rawScale(dir string, n, batch int, fsync string, sharded bool, payload, side []byte) (produceUs, drainUs float64, err error) {
+	names := rawNames{sharded: sharded, sidecar: side != nil}
+	p, err := newRawProducer(dir, names, fsync, RawPerFile, payload, side)
+	if err != nil {
+		return 0, 0, err
+	}
+	start := time.Now()
+	for left := n; left > 0 && err == nil; left -= min(left, batch) {
+		err = p.write(min(left, batch))
+	}
+	produceUs = float64(time.Since(start).Microseconds()) / float64(n)
+	if cerr := p.close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	c, err := newRawConsumer(dir, names, fsync, len(payload))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer c.close()
+	start = time.Now()
+	for left := n; left > 0 && err == nil; left -= min(left, batch) {
+		err = c.consume(min(left, batch))
+	}
+	return produceUs, float64(time.Since(start).Microseconds()) / float64(n), err
+}
+
+// rawListMs times one streamed listing of dir that only counts its
+// entries, as `ls -f | wc -l` does: the floor of any listing.
+func rawListMs(dir string) (float64, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 32<<10)
+	start := time.Now()
+	_, err = rawCountNames(fd, buf)
+	return msOf(time.Since(start)), err
 }
