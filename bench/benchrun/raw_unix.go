@@ -505,33 +505,35 @@ func (c *rawConsumer) consume(n int) error {
 // rawScale fills a backlog of n chunks in dir with the raw producer, in
 // batches, then drains it with the raw consumer, and returns the cost per
 // message of each: the raw loop's own growth with the backlog.
-func rawScale(dir string, n, batch int, fsync string, sharded bool, payload, side []byte) (produceUs, drainUs float64, err error) {
+func rawScale(dir string, n, batch int, fsync string, sharded bool, payload, side []byte) (rawScaleCost, error) {
+	var rc rawScaleCost
 	names := rawNames{sharded: sharded, sidecar: side != nil}
 	p, err := newRawProducer(dir, names, fsync, RawPerFile, payload, side)
 	if err != nil {
-		return 0, 0, err
+		return rc, err
 	}
-	start := time.Now()
+	start, cpu := time.Now(), cpuNow()
 	for left := n; left > 0 && err == nil; left -= min(left, batch) {
 		err = p.write(min(left, batch))
 	}
-	produceUs = float64(time.Since(start).Microseconds()) / float64(n)
+	rc.produceUs, rc.produceCPUUs = perMsg(time.Since(start), n), perMsg(cpuNow()-cpu, n)
 	if cerr := p.close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return 0, 0, err
+		return rc, err
 	}
 	c, err := newRawConsumer(dir, names, fsync, len(payload))
 	if err != nil {
-		return 0, 0, err
+		return rc, err
 	}
 	defer c.close()
-	start = time.Now()
+	start, cpu = time.Now(), cpuNow()
 	for left := n; left > 0 && err == nil; left -= min(left, batch) {
 		err = c.consume(min(left, batch))
 	}
-	return produceUs, float64(time.Since(start).Microseconds()) / float64(n), err
+	rc.drainUs, rc.drainCPUUs = perMsg(time.Since(start), n), perMsg(cpuNow()-cpu, n)
+	return rc, err
 }
 
 // rawListMs times one streamed listing of dir that only counts its
@@ -546,4 +548,15 @@ func rawListMs(dir string) (float64, error) {
 	start := time.Now()
 	_, err = rawCountNames(fd, buf)
 	return msOf(time.Since(start)), err
+}
+
+// cpuNow returns the CPU time (user and system) this process has used:
+// on a machine shared with other work, the cost of a phase is told better
+// by it than by the wall clock.
+func cpuNow() time.Duration {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -58,6 +58,15 @@ type ScaleResult struct {
 	// size: how much of the growth with the backlog is the kernel's.
 	RawProduceUsPerMsg float64 `json:"raw_produce_us_per_msg"`
 	RawDrainUsPerMsg   float64 `json:"raw_drain_us_per_msg"`
+	// The same costs in CPU time (user and system) of this process, which
+	// other work on the machine disturbs less than the wall clock.
+	ProduceCPUUsPerMsg    float64 `json:"produce_cpu_us_per_msg"`
+	DrainCPUUsPerMsg      float64 `json:"drain_cpu_us_per_msg"`
+	RawProduceCPUUsPerMsg float64 `json:"raw_produce_cpu_us_per_msg"`
+	RawDrainCPUUsPerMsg   float64 `json:"raw_drain_cpu_us_per_msg"`
+	FirstReadCPUMs        float64 `json:"first_read_cpu_ms"`
+	RestartReadCPUMs      float64 `json:"restart_read_cpu_ms"`
+	RawListCPUMs          float64 `json:"raw_list_cpu_ms"`
 	// RSSBeforeMiB is the resident set when draining starts, after a GC
 	// that returns memory to the OS; DrainPeakRSSMiB is the peak resident
 	// set (VmHWM) of the process while draining.
@@ -167,8 +176,9 @@ func (s *scaleRun) raw(dir string) error {
 	if s.cfg.Sidecar {
 		side = sampleSidecar()
 	}
-	p, d, err := rawScale(rawDir, s.n, s.cfg.BatchSize, s.cfg.Fsync, s.layout == LayoutSharded, makePayload(s.cfg.PayloadBytes), side)
-	s.res.RawProduceUsPerMsg, s.res.RawDrainUsPerMsg = p, d
+	rs, err := rawScale(rawDir, s.n, s.cfg.BatchSize, s.cfg.Fsync, s.layout == LayoutSharded, makePayload(s.cfg.PayloadBytes), side)
+	s.res.RawProduceUsPerMsg, s.res.RawDrainUsPerMsg = rs.produceUs, rs.drainUs
+	s.res.RawProduceCPUUsPerMsg, s.res.RawDrainCPUUsPerMsg = rs.produceCPUUs, rs.drainCPUUs
 	return err
 }
 
@@ -180,7 +190,7 @@ func (s *scaleRun) produce(ctx context.Context) error {
 		return err
 	}
 	msgs := make([]core.Message, s.cfg.BatchSize)
-	start := time.Now()
+	start, cpu := time.Now(), cpuNow()
 	for left := s.n; left > 0; {
 		if err := ctx.Err(); err != nil {
 			p.Close()
@@ -200,6 +210,7 @@ func (s *scaleRun) produce(ctx context.Context) error {
 		}
 	}
 	s.res.ProduceUsPerMsg = float64(time.Since(start).Microseconds()) / float64(s.n)
+	s.res.ProduceCPUUsPerMsg = float64((cpuNow() - cpu).Microseconds()) / float64(s.n)
 	return p.Close()
 }
 
@@ -216,7 +227,9 @@ func (s *scaleRun) list() error {
 	if err != nil {
 		return err
 	}
+	cpu := cpuNow()
 	s.res.RawListMs, err = rawListMs(filepath.Join(s.o.Path, leaf))
+	s.res.RawListCPUMs = msOf(cpuNow() - cpu)
 	return err
 }
 
@@ -237,15 +250,16 @@ func (s *scaleRun) drain(ctx context.Context) error {
 			c.Close()
 		}
 	}()
-	start := time.Now()
+	start, cpu := time.Now(), cpuNow()
 	var restartAt time.Time
+	var restartCPU time.Duration
 	got, restarted := 0, false
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if !restarted && got >= s.n/2 {
-			restarted, restartAt = true, time.Now()
+			restarted, restartAt, restartCPU = true, time.Now(), cpuNow()
 			if c, err = s.restart(c); err != nil {
 				return err
 			}
@@ -258,9 +272,9 @@ func (s *scaleRun) drain(ctx context.Context) error {
 			return err
 		}
 		if got == 0 {
-			s.res.FirstReadMs = msOf(time.Since(start))
+			s.res.FirstReadMs, s.res.FirstReadCPUMs = msOf(time.Since(start)), msOf(cpuNow()-cpu)
 		} else if s.res.RestartReadMs == 0 && restarted {
-			s.res.RestartReadMs = msOf(time.Since(restartAt))
+			s.res.RestartReadMs, s.res.RestartReadCPUMs = msOf(time.Since(restartAt)), msOf(cpuNow()-restartCPU)
 		}
 		if err := c.Ack(ds...); err != nil {
 			return err
@@ -271,6 +285,7 @@ func (s *scaleRun) drain(ctx context.Context) error {
 		}
 	}
 	s.res.DrainUsPerMsg = float64(time.Since(start).Microseconds()) / float64(s.n)
+	s.res.DrainCPUUsPerMsg = float64((cpuNow() - cpu).Microseconds()) / float64(s.n)
 	s.res.DrainPeakRSSMiB = readStatusMiB("VmHWM")
 	if got != s.n {
 		return fmt.Errorf("drained %d messages, want %d", got, s.n)
@@ -316,9 +331,10 @@ func readStatusMiB(field string) float64 {
 	return 0
 }
 
-// WriteScaleText writes scaling results as a table.
+// WriteScaleText writes scaling results as two tables, wall clock then
+// CPU time, and the growth of the per-message costs with the backlog.
 func WriteScaleText(w io.Writer, rs []ScaleResult) error {
-	fmt.Fprintf(w, "%9s %8s %6s %6s %7s %12s %12s %12s %12s %11s %10s %10s %8s %11s %10s %10s\n",
+	fmt.Fprintf(w, "wall clock\n%9s %8s %6s %6s %7s %12s %12s %12s %12s %11s %10s %10s %8s %11s %10s %10s\n",
 		"backlog", "layout", "fsync", "batch", "size", "produce us/m", "raw us/m", "drain us/m", "raw us/m",
 		"first read", "list ms", "raw list", "entries", "restart", "rss before", "drain peak")
 	for _, r := range rs {
@@ -327,13 +343,20 @@ func WriteScaleText(w io.Writer, rs []ScaleResult) error {
 			r.DrainUsPerMsg, r.RawDrainUsPerMsg, r.FirstReadMs, r.ListMs, r.RawListMs, r.ListEntries, r.RestartReadMs,
 			r.RSSBeforeMiB, r.DrainPeakRSSMiB)
 	}
+	fmt.Fprintf(w, "cpu time\n%9s %8s %12s %12s %12s %12s %11s %10s %11s\n",
+		"backlog", "layout", "produce us/m", "raw us/m", "drain us/m", "raw us/m", "first read", "raw list", "restart")
+	for _, r := range rs {
+		fmt.Fprintf(w, "%9d %8s %12.2f %12.2f %12.2f %12.2f %9.1fms %8.1fms %9.1fms\n",
+			r.Backlog, r.Layout, r.ProduceCPUUsPerMsg, r.RawProduceCPUUsPerMsg, r.DrainCPUUsPerMsg, r.RawDrainCPUUsPerMsg,
+			r.FirstReadCPUMs, r.RawListCPUMs, r.RestartReadCPUMs)
+	}
 	return WriteScaleGrowth(w, rs)
 }
 
 // WriteScaleGrowth writes, for each layout, the per-message costs of its
 // largest backlog over those of its smallest, the spool's beside the raw
-// loop's: a spool that costs the same at any size shows about the raw
-// loop's growth, which is the kernel's.
+// loop's, in wall clock and CPU time: a spool that costs the same at any
+// size grows no more than the raw loop, whose growth is the kernel's.
 func WriteScaleGrowth(w io.Writer, rs []ScaleResult) error {
 	first, last := map[string]ScaleResult{}, map[string]ScaleResult{}
 	var layouts []string
@@ -359,12 +382,23 @@ func WriteScaleGrowth(w io.Writer, rs []ScaleResult) error {
 		if f.Backlog == l.Backlog {
 			continue
 		}
-		_, err := fmt.Fprintf(w, "%s %d against %d, cost per message: produce %.2fx (raw loop %.2fx), drain %.2fx (raw loop %.2fx)\n",
-			lay, l.Backlog, f.Backlog, ratio(l.ProduceUsPerMsg, f.ProduceUsPerMsg), ratio(l.RawProduceUsPerMsg, f.RawProduceUsPerMsg),
-			ratio(l.DrainUsPerMsg, f.DrainUsPerMsg), ratio(l.RawDrainUsPerMsg, f.RawDrainUsPerMsg))
+		_, err := fmt.Fprintf(w, "%s %d against %d, cost per message: produce %.2fx (raw loop %.2fx), cpu %.2fx (raw %.2fx); drain %.2fx (raw loop %.2fx), cpu %.2fx (raw %.2fx)\n",
+			lay, l.Backlog, f.Backlog,
+			ratio(l.ProduceUsPerMsg, f.ProduceUsPerMsg), ratio(l.RawProduceUsPerMsg, f.RawProduceUsPerMsg),
+			ratio(l.ProduceCPUUsPerMsg, f.ProduceCPUUsPerMsg), ratio(l.RawProduceCPUUsPerMsg, f.RawProduceCPUUsPerMsg),
+			ratio(l.DrainUsPerMsg, f.DrainUsPerMsg), ratio(l.RawDrainUsPerMsg, f.RawDrainUsPerMsg),
+			ratio(l.DrainCPUUsPerMsg, f.DrainCPUUsPerMsg), ratio(l.RawDrainCPUUsPerMsg, f.RawDrainCPUUsPerMsg))
 		if err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// rawScaleCost is the raw loop's cost per message, in microseconds of wall
+// clock and of CPU time.
+type rawScaleCost struct {
+	produceUs, drainUs, produceCPUUs, drainCPUUs float64
+}
+
+func perMsg(d time.Duration, n int) float64 { return float64(d.Microseconds()) / float64(n) }
