@@ -21,6 +21,7 @@ func resumeChecks() []check {
 		{"ResumeAfterClose", checkResumeAfterClose},
 		{"ResumeFrontierAhead", checkResumeAhead},
 		{"ResumeCorruptRecord", checkResumeCorrupt},
+		{"ResumeFromProducerFloor", checkResumeFloor},
 	}
 }
 
@@ -91,11 +92,11 @@ func checkResumeAfterClose(t TB, e *env) {
 	}
 }
 
-// claimSlot returns a 512-byte CONSUMER record slot holding fields (JSON
-// members without braces) and generation gen, as protocol section 7.2
-// writes it.
-func claimSlot(fields string, gen int) []byte {
-	line := fmt.Sprintf(`{"role":"consumer","pid":4242,"host":"elsewhere","since":"2025-03-01T09:30:00Z",%s,"gen":%d`, fields, gen)
+// claimSlot returns a 512-byte claim record slot of role holding fields
+// (JSON members without braces) and generation gen, as protocol section
+// 7.2 writes it.
+func claimSlot(role, fields string, gen int) []byte {
+	line := fmt.Sprintf(`{"role":%q,"pid":4242,"host":"elsewhere","since":"2025-03-01T09:30:00Z",%s,"gen":%d`, role, fields, gen)
 	line += fmt.Sprintf(`,"crc":"%08x"}`, crc32.Checksum([]byte(line), crc32.MakeTable(crc32.Castagnoli)))
 	return []byte(line + strings.Repeat(" ", core.ClaimSlotSize-1-len(line)) + "\n")
 }
@@ -123,7 +124,7 @@ func checkResumeAhead(t TB, e *env) {
 			noErr(t, "Remove", fsys.Remove(l.Payload(uint64(seq))))
 			noErr(t, "Remove", fsys.Remove(l.Sidecar(uint64(seq))))
 		}
-		writeFile(t, fsys, core.ConsumerFile, claimSlot(fmt.Sprintf(`"acked_below":%d`, tc.frontier), 1))
+		writeFile(t, fsys, core.ConsumerFile, claimSlot("consumer", fmt.Sprintf(`"acked_below":%d`, tc.frontier), 1))
 		if got := drainPayloads(t, e, fsys, "fsync=none"); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: delivered %v,\nwant %v", tc.name, got, tc.want)
 		}
@@ -135,11 +136,60 @@ func checkResumeAhead(t TB, e *env) {
 func checkResumeCorrupt(t TB, e *env) {
 	fsys := e.newFS()
 	produceAll(t, e, fsys, "fsync=none", numbered(0, 100)...)
-	good := claimSlot(`"acked_below":0`, 1)
-	bad := claimSlot(`"acked_below":60`, 2)
+	good := claimSlot("consumer", `"acked_below":0`, 1)
+	bad := claimSlot("consumer", `"acked_below":60`, 2)
 	bad[strings.Index(string(bad), `:60,`)+1] = '7' // 70, with the checksum of 60
 	writeFile(t, fsys, core.ConsumerFile, append(good, bad...))
 	if got := drainPayloads(t, e, fsys, "fsync=none"); !slices.Equal(got, numbered(0, 100)) {
 		t.Errorf("with a corrupt slot holding acked_below 70: delivered %v, want 0..99 in order", got)
+	}
+}
+
+// A producer records the lowest chunk number on disk when it opens
+// (floor_seq); a consumer with no record of its own starts there, in
+// order. A floor written by hand above a chunk is not trusted, and one
+// that cannot be told wrong lets the chunks below it through, later.
+func checkResumeFloor(t TB, e *env) {
+	fsys := e.newFS()
+	produceAll(t, e, fsys, "fsync=none", numbered(0, 100)...)
+	c, err := core.OpenConsumer(fsys, spoolOptions(t, "fsync=none"))
+	noErr(t, "OpenConsumer", err)
+	for acked := 0; acked < 50; {
+		ds := readBatch(t, e, c, 50-acked, 10*time.Second)
+		noErr(t, "Ack", c.Ack(ds...))
+		acked += len(ds)
+	}
+	noErr(t, "Close", c.Close())
+	produceAll(t, e, fsys, "fsync=none", numbered(100, 110)...)
+	h, _, err := core.ReadHolder(fsys, core.ProducerFile)
+	noErr(t, "ReadHolder(PRODUCER)", err)
+	if h == nil || h.FloorSeq == nil || *h.FloorSeq != 50 {
+		t.Fatalf("PRODUCER record %+v: want floor_seq 50, the lowest chunk when the producer opened", h)
+	}
+	noErr(t, "Remove(CONSUMER)", fsys.Remove(core.ConsumerFile)) // a consumer with no record of its own
+	if got := drainPayloads(t, e, fsys, "fsync=none"); !slices.Equal(got, numbered(50, 110)) {
+		t.Errorf("from the producer's floor: delivered %v, want 50..109 in order", got)
+	}
+
+	l, _ := spoolOptions(t, "").Layout()
+	for _, tc := range []struct {
+		name   string
+		remove []int
+		want   []string
+	}{
+		{"chunk right below", nil, numbered(0, 100)},
+		{"gap right below", []int{55, 56, 57, 58, 59}, append(numbered(60, 100), numbered(0, 55)...)},
+	} {
+		fsys := e.newFS()
+		produceAll(t, e, fsys, "fsync=none", numbered(0, 100)...)
+		for _, seq := range tc.remove {
+			noErr(t, "Remove", fsys.Remove(l.Payload(uint64(seq))))
+			noErr(t, "Remove", fsys.Remove(l.Sidecar(uint64(seq))))
+		}
+		noErr(t, "Remove(PRODUCER)", fsys.Remove(core.ProducerFile))
+		writeFile(t, fsys, core.ProducerFile, claimSlot("producer", `"next_seq":100,"floor_seq":60`, 1))
+		if got := drainPayloads(t, e, fsys, "fsync=none"); !slices.Equal(got, tc.want) {
+			t.Errorf("floor_seq 60 by hand, %s: delivered %v,\nwant %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -114,53 +114,15 @@ func (p *Producer) errorf(format string, args ...any) error {
 func (p *Producer) syncing() bool { return p.opts.Fsync != FsyncNone }
 
 func (p *Producer) recover(prev *Holder) error {
-	var next uint64
-	seen := false
-	touched := map[string]bool{}
+	rs := &recovery{touched: map[string]bool{}}
 	err := walkLeaves(p.fsys, p.layout, func(dir string, names []fs.DirEntry) error {
-		payloads := map[uint64]bool{}
-		var sidecars []string
-		var seqs []uint64
-		for _, e := range names {
-			if !e.Type().IsRegular() {
-				continue
-			}
-			seq, kind, ok := p.layout.ParseLeaf(dir, e.Name())
-			if !ok {
-				continue
-			}
-			if !seen || seq >= next {
-				next, seen = seq+1, true
-			}
-			full := joinPath(dir, e.Name())
-			switch kind {
-			case KindPayload:
-				payloads[seq] = true
-			case KindSidecar:
-				sidecars = append(sidecars, full)
-				seqs = append(seqs, seq)
-			case KindPayloadTmp, KindSidecarTmp:
-				if err := removeIfExists(p.fsys, full); err != nil {
-					return p.errorf("remove leftover %s: %w", full, err)
-				}
-				touched[dir] = true
-			}
-		}
-		for i, sc := range sidecars {
-			if !payloads[seqs[i]] {
-				if err := removeIfExists(p.fsys, sc); err != nil {
-					return p.errorf("remove orphan sidecar %s: %w", sc, err)
-				}
-				touched[dir] = true
-			}
-		}
-		return nil
+		return p.recoverLeaf(rs, dir, names)
 	})
 	if err != nil {
 		return err
 	}
 	if p.syncing() {
-		for dir := range touched {
+		for dir := range rs.touched {
 			if err := p.fsys.SyncDir(dir); err != nil {
 				if dir != "." && errors.Is(err, fs.ErrNotExist) {
 					continue // emptied by the cleanup and removed by a consumer
@@ -169,10 +131,80 @@ func (p *Producer) recover(prev *Holder) error {
 			}
 		}
 	}
+	next := rs.next
 	if prev != nil && prev.NextSeq != nil && *prev.NextSeq > next {
 		next = *prev.NextSeq
 	}
 	p.next = next
+	if p.claim != nil {
+		floor := next
+		if rs.anyPayload {
+			floor = rs.floor
+		}
+		p.claim.holder.FloorSeq = &floor // written with the first mark, below
+	}
+	if err := p.removeStaleDone(); err != nil {
+		return err
+	}
+	return p.reserve(p.next)
+}
+
+// recovery is what a producer's opening walk found.
+type recovery struct {
+	next       uint64 // the highest number seen, plus 1
+	seen       bool
+	floor      uint64 // the lowest payload number seen
+	anyPayload bool
+	touched    map[string]bool // directories where files were removed
+}
+
+// recoverLeaf notes the numbers in one leaf directory and removes its
+// leftover temporary files and orphan sidecars.
+func (p *Producer) recoverLeaf(rs *recovery, dir string, names []fs.DirEntry) error {
+	payloads := map[uint64]bool{}
+	var sidecars []string
+	var seqs []uint64
+	for _, e := range names {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		seq, kind, ok := p.layout.ParseLeaf(dir, e.Name())
+		if !ok {
+			continue
+		}
+		if !rs.seen || seq >= rs.next {
+			rs.next, rs.seen = seq+1, true
+		}
+		full := joinPath(dir, e.Name())
+		switch kind {
+		case KindPayload:
+			payloads[seq] = true
+			if !rs.anyPayload || seq < rs.floor {
+				rs.floor, rs.anyPayload = seq, true
+			}
+		case KindSidecar:
+			sidecars = append(sidecars, full)
+			seqs = append(seqs, seq)
+		case KindPayloadTmp, KindSidecarTmp:
+			if err := removeIfExists(p.fsys, full); err != nil {
+				return p.errorf("remove leftover %s: %w", full, err)
+			}
+			rs.touched[dir] = true
+		}
+	}
+	for i, sc := range sidecars {
+		if !payloads[seqs[i]] {
+			if err := removeIfExists(p.fsys, sc); err != nil {
+				return p.errorf("remove orphan sidecar %s: %w", sc, err)
+			}
+			rs.touched[dir] = true
+		}
+	}
+	return nil
+}
+
+// removeStaleDone removes a DONE an earlier run left, durably.
+func (p *Producer) removeStaleDone() error {
 	if _, err := p.fsys.Stat(DoneFile); err == nil {
 		if err := removeIfExists(p.fsys, DoneFile); err != nil {
 			return p.errorf("remove stale DONE: %w", err)
@@ -183,7 +215,7 @@ func (p *Producer) recover(prev *Holder) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return p.errorf("stat DONE: %w", err)
 	}
-	return p.reserve(p.next)
+	return nil
 }
 
 // reserve records a high-water mark covering at least upto, so that a

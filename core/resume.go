@@ -9,7 +9,9 @@ import (
 // CONSUMER record (acked_below, docs/protocol.md section 5.7): every chunk
 // numbered below it was acknowledged and deleted. The next consumer opens
 // the chunk at that number by name instead of listing the spool first, so
-// its first delivery costs the same at any backlog.
+// its first delivery costs the same at any backlog. A first consumer does
+// the same from the producer's floor (floor_seq in PRODUCER): no chunk
+// numbered below it was on disk when the producer opened.
 //
 // The frontier is written every hintEvery acks and at Close, without a
 // sync: a crash or power cut leaves an older record, a lower frontier, and
@@ -33,36 +35,46 @@ type resumeState struct {
 	misses   int    // names next may still find missing before a listing
 	failed   bool   // an acked chunk's delete failed: failedAt holds the frontier
 	failedAt uint64 // the lowest such chunk's number
+	atZero   bool   // without a cursor, next starts at number 0 (until a listing)
 }
 
-// resumeFrom takes the previous holder's frontier as the place to start,
-// unless it cannot be right: above the highest number the layout allows,
-// above the producer's high-water mark, or with a chunk right below it.
-// It returns the frontier it took (0: none, start with a listing).
-func (c *Consumer) resumeFrom(prev *Holder) uint64 {
-	if prev == nil || prev.AckedBelow == nil || *prev.AckedBelow == 0 {
-		return 0
+// resumeFrom picks where to start without listing: the previous
+// consumer's frontier or the producer's floor, whichever is higher (both
+// only ever lag), unless it cannot be right: above the highest number the
+// layout allows, above the producer's high-water mark, or with a chunk
+// right below it. It returns the number it starts at and whether it found
+// one; without one the consumer starts with a listing.
+func (c *Consumer) resumeFrom(prev *Holder) (uint64, bool) {
+	var f uint64
+	found := false
+	if prev != nil && prev.AckedBelow != nil {
+		f, found = *prev.AckedBelow, true
 	}
-	f := *prev.AckedBelow
-	if f > c.layout.MaxSeq() {
-		return 0
+	p := readHolder(c.fsys, ProducerFile)
+	if p != nil && p.FloorSeq != nil && (!found || *p.FloorSeq > f) {
+		f, found = *p.FloorSeq, true
 	}
-	if p := readHolder(c.fsys, ProducerFile); p != nil && p.NextSeq != nil && f > *p.NextSeq {
-		c.logger().Warn("the CONSUMER record's position is above the producer's high-water mark; listing the spool instead",
-			"spool", c.opts.Path, "acked_below", f, "next_seq", *p.NextSeq)
-		return 0
+	if !found || f > c.layout.MaxSeq() {
+		return 0, false
 	}
-	below := c.layout.Payload(f - 1)
-	if _, err := c.fsys.Stat(below); !errors.Is(err, fs.ErrNotExist) {
-		if err == nil {
-			c.logger().Warn("a chunk sits below the CONSUMER record's position; listing the spool instead",
-				"spool", c.opts.Path, "acked_below", f, "file", below)
+	if p != nil && p.NextSeq != nil && f > *p.NextSeq {
+		c.logger().Warn("the recorded position is above the producer's high-water mark; listing the spool instead",
+			"spool", c.opts.Path, "position", f, "next_seq", *p.NextSeq)
+		return 0, false
+	}
+	if f > 0 {
+		below := c.layout.Payload(f - 1)
+		if _, err := c.fsys.Stat(below); !errors.Is(err, fs.ErrNotExist) {
+			if err == nil {
+				c.logger().Warn("a chunk sits below the recorded position; listing the spool instead",
+					"spool", c.opts.Path, "position", f, "file", below)
+			}
+			return 0, false
 		}
-		return 0
+		c.cursor = below
 	}
-	c.cursor = below
-	c.resume = resumeState{written: f, misses: resumeMisses}
-	return f
+	c.resume = resumeState{written: f, misses: resumeMisses, atZero: f == 0}
+	return f, true
 }
 
 // ackFrontier is the lowest number that may still be on disk: the one
@@ -136,21 +148,21 @@ func (c *Consumer) writeFrontier(sync bool) error {
 // names. It returns nil when no payload was found (yet) or there is no
 // cursor.
 func (c *Consumer) next() *Delivery {
-	seq, kind, ok := c.layout.Parse(c.cursor)
-	if c.cursor == "" || !ok || kind != KindPayload {
+	start, ok := c.nextSeq()
+	if !ok {
 		return nil
 	}
-	for s := seq + 1; s <= c.layout.MaxSeq() && s > seq; s++ {
+	for s := start; s <= c.layout.MaxSeq() && s >= start; s++ {
 		name := c.layout.Payload(s)
 		if c.skip(name) {
 			return nil
 		}
 		d, err := c.load(name)
 		if err == nil {
-			if s > seq+1 {
+			if s > start {
 				// A name found missing may have been committed since,
 				// before this one: look at them once more.
-				if first := c.firstOf(seq+1, s-1); first != nil {
+				if first := c.firstOf(start, s-1); first != nil {
 					d = first
 				}
 			}
@@ -166,6 +178,19 @@ func (c *Consumer) next() *Delivery {
 		c.resume.misses--
 	}
 	return nil
+}
+
+// nextSeq returns the number after the cursor's, or 0 for a consumer that
+// resumes at 0; false when there is none to try.
+func (c *Consumer) nextSeq() (uint64, bool) {
+	if c.cursor == "" {
+		return 0, c.resume.atZero
+	}
+	seq, kind, ok := c.layout.Parse(c.cursor)
+	if !ok || kind != KindPayload || seq >= c.layout.MaxSeq() {
+		return 0, false
+	}
+	return seq + 1, true
 }
 
 // firstOf returns the first payload numbered from lo to hi that can be
