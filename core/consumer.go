@@ -572,7 +572,8 @@ func (c *Consumer) Close() error {
 	}
 	c.watches = nil
 	if c.claim != nil {
-		errs = append(errs, c.writeFrontier(c.opts.Fsync != FsyncNone), c.claim.release())
+		_ = c.writeFrontier(c.opts.Fsync != FsyncNone) // a hint: an older one only costs a listing
+		errs = append(errs, c.claim.release())
 	}
 	return errors.Join(errs...)
 }
