@@ -222,7 +222,7 @@ func (c *Consumer) atEnd() (again bool, err error) {
 // finds none looks from the start too, for chunks that arrived out of order
 // or were acked with a failed delete.
 func (c *Consumer) refill() (bool, error) {
-	c.resume.misses, c.resume.atZero = 0, false // listing from here on: misses are the listing's to decide
+	c.resume.gallops, c.resume.atZero = 0, false // listing from here on: misses are the listing's to decide
 	names, err := c.list(c.cursor)
 	if err == nil && len(names) == 0 && c.destructive && c.cursor != "" {
 		names, err = c.list("")

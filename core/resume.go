@@ -15,7 +15,7 @@ import (
 //
 // The frontier is written every hintEvery acks and at Close, without a
 // sync: a crash or power cut leaves an older record, a lower frontier, and
-// a lower one only costs a few opens of names already gone (resumeMisses)
+// a lower one only costs a few opens of names already gone (past)
 // or, past those, one listing. It is never above a chunk still on disk that
 // this consumer knows of: chunks in flight, nacked, listed and not yet
 // delivered, and acked ones whose delete failed all hold it back.
@@ -23,16 +23,24 @@ import (
 // hintEvery is how many acks pass between two writes of the frontier.
 const hintEvery = 256
 
-// resumeMisses bounds the names a resuming consumer opens past missing ones
-// before it lists: more than the acks a killed consumer may not have
-// recorded (hintEvery), so that a restart after a crash does not list.
-const resumeMisses = 2 * hintEvery
+// resumeReach is how far past a missing name a resuming consumer looks
+// for the next chunk: more than the acks a killed consumer may not have
+// recorded (hintEvery), so that a restart after a crash does not list. It
+// looks at the names 1, 2, 4 ... resumeReach after the missing one, so a
+// spool with nothing there costs it about ten opens.
+const resumeReach = 2 * hintEvery
+
+// resumeGallops bounds how often a resuming consumer looks past missing
+// names before a listing: holes left by acks out of order above the first
+// chunk a killed consumer held.
+const resumeGallops = 8
 
 // resumeState is the frontier bookkeeping of a draining consumer.
 type resumeState struct {
 	written  uint64 // the frontier last written (or read at open)
 	acks     int    // acks since the frontier was last computed
-	misses   int    // names next may still find missing before a listing
+	gallops  int    // looks past missing names next may still take before a listing
+	below    uint64 // no chunk at or above it when the consumer opened (the producer's mark)
 	failed   bool   // an acked chunk's delete failed: failedAt holds the frontier
 	failedAt uint64 // the lowest such chunk's number
 	atZero   bool   // without a cursor, next starts at number 0 (until a listing)
@@ -73,7 +81,10 @@ func (c *Consumer) resumeFrom(prev *Holder) (uint64, bool) {
 		}
 		c.cursor = below
 	}
-	c.resume = resumeState{written: f, misses: resumeMisses, atZero: f == 0}
+	c.resume = resumeState{written: f, gallops: resumeGallops, atZero: f == 0, below: c.layout.MaxSeq() + 1}
+	if p != nil && p.NextSeq != nil {
+		c.resume.below = *p.NextSeq
+	}
 	return f, true
 }
 
@@ -144,40 +155,53 @@ func (c *Consumer) writeFrontier(sync bool) error {
 // names are fixed-width, so the next one is known. A consumer that keeps up
 // with the producer, or drains a backlog, then lists only on a miss, and a
 // large flat backlog is listed once instead of once per page. A consumer
-// resuming from its CONSUMER record may go on past resumeMisses missing
-// names. It returns nil when no payload was found (yet) or there is no
-// cursor.
+// resuming from a recorded position looks past missing names too (past).
+// It returns nil when no payload was found (yet) or there is no cursor.
 func (c *Consumer) next() *Delivery {
 	start, ok := c.nextSeq()
-	if !ok {
+	if !ok || c.skip(c.layout.Payload(start)) {
 		return nil
 	}
-	for s := start; s <= c.layout.MaxSeq() && s >= start; s++ {
-		name := c.layout.Payload(s)
-		if c.skip(name) {
-			return nil
-		}
-		d, err := c.load(name)
-		if err == nil {
-			if s > start {
-				// A name found missing may have been committed since,
-				// before this one: look at them once more.
-				if first := c.firstOf(start, s-1); first != nil {
-					d = first
-				}
-			}
-			c.cursor = d.Name
-			c.noteDelivered(d.Seq)
-			return d
-		}
+	d, err := c.load(c.layout.Payload(start))
+	if errors.Is(err, fs.ErrNotExist) && c.resume.gallops > 0 {
+		d, err = c.past(start)
+	}
+	if err != nil || d == nil {
 		// Missing, or not a chunk to open by name (a symbolic link, a bad
 		// sidecar): the listing decides, and reports what must stop us.
-		if !errors.Is(err, fs.ErrNotExist) || c.resume.misses == 0 {
-			return nil
-		}
-		c.resume.misses--
+		return nil
 	}
-	return nil
+	c.cursor = d.Name
+	c.noteDelivered(d.Seq)
+	return d
+}
+
+// past looks for a chunk at start+1, +2, +4 ... +resumeReach (below the
+// producer's mark when the consumer opened), start itself being missing.
+// On finding one it looks at the names between once more and returns the
+// first there: a producer may have committed them meanwhile.
+func (c *Consumer) past(start uint64) (*Delivery, error) {
+	c.resume.gallops--
+	for step := uint64(1); step <= resumeReach; step *= 2 {
+		s := start + step
+		if s > c.layout.MaxSeq() || s >= c.resume.below || s < start || c.skip(c.layout.Payload(s)) {
+			break
+		}
+		d, err := c.load(c.layout.Payload(s))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		first, err := c.firstOf(start+1, s-1)
+		if first != nil || err != nil {
+			return first, err
+		}
+		return d, nil
+	}
+	c.resume.gallops = 0 // nothing near: the listing takes over
+	return nil, nil
 }
 
 // nextSeq returns the number after the cursor's, or 0 for a consumer that
@@ -194,12 +218,17 @@ func (c *Consumer) nextSeq() (uint64, bool) {
 }
 
 // firstOf returns the first payload numbered from lo to hi that can be
-// read now, or nil.
-func (c *Consumer) firstOf(lo, hi uint64) *Delivery {
+// read now (nil if none), or the error of one that exists but cannot be
+// read: the listing must decide about that one first.
+func (c *Consumer) firstOf(lo, hi uint64) (*Delivery, error) {
 	for s := lo; s <= hi; s++ {
-		if d, err := c.load(c.layout.Payload(s)); err == nil {
-			return d
+		d, err := c.load(c.layout.Payload(s))
+		if err == nil {
+			return d, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
 		}
 	}
-	return nil
+	return nil, nil
 }
