@@ -224,3 +224,11 @@ func (fi *fileInfo) Mode() fs.FileMode {
 	}
 	return m
 }
+
+// SameFile reports whether a and b, from Stat of this backend or of an
+// os function, describe the same file: the same device and inode.
+func SameFile(a, b fs.FileInfo) bool {
+	x, ok1 := a.Sys().(*syscall.Stat_t)
+	y, ok2 := b.Sys().(*syscall.Stat_t)
+	return ok1 && ok2 && x.Dev == y.Dev && x.Ino == y.Ino
+}

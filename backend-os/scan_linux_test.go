@@ -115,18 +115,18 @@ func TestStreamedScanCountsAsReadDir(t *testing.T) {
 	}
 	require.NoError(t, os.Symlink("/etc/passwd", filepath.Join(dir, "000000300.bin")))
 
-	streamed, err := core.Scan(fsys, o)
+	streamed, err := core.Scan(context.Background(), fsys, o)
 	require.NoError(t, err)
-	listed, err := core.Scan(plainFS{fsys}, o)
+	listed, err := core.Scan(context.Background(), plainFS{fsys}, o)
 	require.NoError(t, err)
 	assert.Equal(t, listed, streamed)
 	assert.Equal(t, 50, streamed.Chunks)
 	assert.Equal(t, int64(49*50/2), streamed.Bytes)
 	assert.Equal(t, 2, streamed.Orphans, "000000100.json and 000000200.json")
 
-	sv, err := core.SurveyLayout(fsys, o)
+	sv, err := core.SurveyLayout(context.Background(), fsys, o)
 	require.NoError(t, err)
-	plain, err := core.SurveyLayout(plainFS{fsys}, o)
+	plain, err := core.SurveyLayout(context.Background(), plainFS{fsys}, o)
 	require.NoError(t, err)
 	assert.Equal(t, plain, sv)
 	require.NotNil(t, sv.Mismatch, "000000200.dat beside its sidecar is a chunk of another extension")

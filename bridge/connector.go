@@ -18,6 +18,10 @@ type Message struct {
 	Metadata map[string]string
 	// Payload is the message body, passed byte for byte.
 	Payload []byte
+	// Body, when not nil, stands for the payload instead, left where the
+	// source found it (see StreamAbove); Payload is then nil. Len gives
+	// the size either way.
+	Body *Body
 }
 
 // AckFunc settles a batch read from a source. A nil err acknowledges every

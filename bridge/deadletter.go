@@ -71,6 +71,11 @@ func (r *Route) connectDeadLetter(ctx context.Context, connect func(context.Cont
 // stand alone; those go to the dead-letter target, the rest to the target.
 // It returns nil once every message is durable at one of the two.
 func (r *Route) deliver(ctx context.Context, batch []*Message) error {
+	if !streams(r.Target) {
+		if err := loadBodies(batch); err != nil {
+			return err
+		}
+	}
 	err := r.Target.WriteBatch(ctx, batch)
 	if err == nil || r.dl == nil || !errors.Is(err, ErrRejected) {
 		return err
@@ -109,7 +114,12 @@ func (r *Route) deadLetter(ctx context.Context, m *Message, cause error) error {
 	md[MetaDeadLetterTarget] = r.Output
 	md[MetaDeadLetterAttempts] = strconv.Itoa(tries)
 	md[MetaDeadLetterTime] = time.Now().UTC().Format(time.RFC3339)
-	dead := &Message{ID: m.ID, Metadata: md, Payload: m.Payload}
+	dead := &Message{ID: m.ID, Metadata: md, Payload: m.Payload, Body: m.Body}
+	if !streams(dl.target) {
+		if err := dead.Load(); err != nil {
+			return err
+		}
+	}
 	if err := dl.target.WriteBatch(ctx, []*Message{dead}); err != nil {
 		return fmt.Errorf("write message %s to dead-letter target %s: %w (it was refused by %s: %v)",
 			m.ID, dl.output, err, r.Output, cause)

@@ -310,7 +310,10 @@ func (r *Route) process(sctx context.Context, batch []*Message, acks []AckFunc, 
 	if r.dl != nil {
 		refused = func(m *Message, err error) error { return r.deadLetter(sctx, m, err) }
 	}
-	out, perr := r.Pipeline.apply(batch, refused)
+	perr := loadBodies(batch) // processors work on bytes
+	if perr == nil {
+		out, perr = r.Pipeline.apply(batch, refused)
+	}
 	switch {
 	case perr == nil && len(out) > 0:
 		return out, false, nil

@@ -211,6 +211,9 @@ func (r *Route) connectEnds(ctx, sctx context.Context, retry RetryPolicy, log *s
 	if err := r.connectDeadLetter(ctx, func(ctx context.Context) error {
 		return r.connect(ctx, retry, log, "dead_letter", r.DeadLetterOutput, r.DeadLetter.Connect)
 	}); err != nil {
+		if ctx.Err() != nil {
+			err = r.interrupted(ctx)
+		}
 		return errors.Join(err, r.Target.Close(sctx, err), r.Source.Close(sctx))
 	}
 	return nil
@@ -281,7 +284,7 @@ func (r *Route) count(batch []*Message) (n, bytes int) {
 			continue
 		}
 		n++
-		bytes += len(m.Payload)
+		bytes += int(m.Len())
 	}
 	r.read += int64(n)
 	return n, bytes
@@ -442,7 +445,7 @@ func settle(ctx context.Context, acks []AckFunc, err error) error {
 func payloadBytes(ms []*Message) int {
 	n := 0
 	for _, m := range ms {
-		n += len(m.Payload)
+		n += int(m.Len())
 	}
 	return n
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -26,6 +28,8 @@ type benchFlags struct {
 	asJSON, handoff             bool
 	scalePayload                string
 	compare                     string
+	large                       bool
+	largeSize                   string
 }
 
 func (a *app) benchCommand() *cobra.Command {
@@ -49,15 +53,19 @@ syncfs per batch.
 each --layout given) and reports the per-message cost, the time to the first
 delivery (listing) and the draining peak RSS; --handoff measures
 the latency from a producer's write to a waiting consumer's delivery, with
-wake-ups and with polling.`,
+wake-ups and with polling; --large copies one payload of --large-size (1 GiB)
+from a file into a spool and on into a drop zone, reporting MB/s, the peak
+RSS and the ratio to two bare file copies (copy_file_range on Linux) made in
+the same rounds.`,
 		Example: `  mqb bench --dir /var/spool
   mqb bench --dir /var/spool --fsync batch,chunk --batch-size 1,256 --size 1KiB,64KiB --json
   mqb bench --dir /mnt/fast --svg bench.svg
   mqb bench --dir /var/spool --scale 10000,100000
   mqb bench --dir /var/spool --handoff
+  mqb bench --dir /var/spool --large --rounds 3
   mqb bench --dir /var/spool --json > before.json; mqb bench --dir /var/spool --compare before.json`,
 		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, &fl) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runBench(cmd, &fl) },
 	}
 	fl.register(cmd)
 	return cmd
@@ -81,12 +89,14 @@ func (fl *benchFlags) register(cmd *cobra.Command) {
 	f.StringVar(&fl.scalePayload, "scale-size", "1KiB", "payload size for --scale")
 	f.BoolVar(&fl.handoff, "handoff", false, "instead: measure producer-to-consumer hand-off latency, wake-ups versus polling")
 	f.IntVar(&fl.handoffCount, "handoff-count", 200, "messages for --handoff")
+	f.BoolVar(&fl.large, "large", false, "instead: copy one large payload file -> dir-spool -> drop zone (format=raw) with the connectors, against bare file copies in the same rounds")
+	f.StringVar(&fl.largeSize, "large-size", "1GiB", "payload size for --large")
 	f.StringVar(&fl.compare, "compare", "", "also print each cell's change against an earlier run's --json report in this file (~ marks overlapping rounds: noise)")
 }
 
 // runBench runs the mode the flags select: --scale, --handoff or the
 // throughput cases.
-func runBench(cmd *cobra.Command, fl *benchFlags) error {
+func (a *app) runBench(cmd *cobra.Command, fl *benchFlags) error {
 	out, errw := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	if len(fl.scale) > 0 {
 		size, err := benchrun.ParseSize(fl.scalePayload)
@@ -101,6 +111,9 @@ func runBench(cmd *cobra.Command, fl *benchFlags) error {
 	}
 	if fl.handoff {
 		return benchHandoff(cmd.Context(), out, fl.dir, fl.handoffCount, fl.asJSON)
+	}
+	if fl.large {
+		return a.benchLarge(cmd, fl)
 	}
 	cfg, err := fl.config()
 	if err != nil {
@@ -302,4 +315,65 @@ func benchHandoff(ctx context.Context, out io.Writer, dir string, count int, asJ
 		return writeJSON(out, map[string]any{"machine": benchrun.DescribeMachine(dir), "handoff": rs})
 	}
 	return benchrun.WriteHandoffText(out, rs)
+}
+
+// benchLarge runs --large: the copies are real routes of this command's
+// connectors (file format=raw -> dir-spool -> dropzone format=raw).
+func (a *app) benchLarge(cmd *cobra.Command, fl *benchFlags) error {
+	size, err := benchrun.ParseSize(fl.largeSize)
+	if err != nil {
+		return usage(fmt.Errorf("--large-size: %w", err))
+	}
+	rounds := 3
+	if cmd.Flags().Changed("rounds") {
+		rounds = fl.rounds
+	}
+	errw := cmd.ErrOrStderr()
+	cfg := benchrun.LargeConfig{Dir: fl.dir, Size: int64(size), Rounds: rounds, Copy: a.largeCopy,
+		Progress: func(s string) { fmt.Fprintf(errw, "bench: %s\n", s) }}
+	r, err := benchrun.Large(cmd.Context(), cfg)
+	if err != nil {
+		if cmd.Context().Err() != nil {
+			return fmt.Errorf("%w: %v", bridge.ErrInterrupted, err)
+		}
+		return err
+	}
+	if fl.asJSON {
+		return writeJSON(cmd.OutOrStdout(), map[string]any{"machine": benchrun.DescribeMachine(fl.dir), "large": r})
+	}
+	return benchrun.WriteLargeText(cmd.OutOrStdout(), r)
+}
+
+// largeCopy is benchrun.LargeConfig.Copy: two draining routes, and the
+// file the second published.
+func (a *app) largeCopy(ctx context.Context, in, spool, zone string) (string, error) {
+	legs := [][2]string{
+		{"file://" + in + "?format=raw", "dir-spool://" + spool},
+		{"dir-spool://" + spool, "dropzone://" + zone + "?format=raw"},
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	for _, leg := range legs {
+		src, _, err := a.env.NewSource(bridge.Endpoint{URL: leg[0]})
+		if err != nil {
+			return "", err
+		}
+		tgt, _, err := a.env.NewTarget(bridge.Endpoint{URL: leg[1]})
+		if err != nil {
+			return "", err
+		}
+		r := &bridge.Route{Source: src, Target: tgt, Input: leg[0], Output: leg[1], Drain: true, Logger: quiet}
+		if err := r.Run(ctx); err != nil {
+			return "", err
+		}
+	}
+	entries, err := os.ReadDir(zone)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".") {
+			return filepath.Join(zone, e.Name()), nil
+		}
+	}
+	return "", fmt.Errorf("the drop zone %s holds no file", zone)
 }

@@ -131,8 +131,8 @@ func (a *app) completeConnectorNames(_ *cobra.Command, args []string, _ string) 
 }
 
 // completeEndpoint completes --from and --to: a scheme, then after ? or &
-// an option name of that scheme's connector, then after = an option's
-// allowed values.
+// an option name of that scheme's connector (described by the start of its
+// documentation), then after = an option's allowed values.
 func (a *app) completeEndpoint(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	all, dir := a.endpointCandidates(toComplete)
 	var out []string
@@ -175,10 +175,19 @@ func (a *app) endpointCandidates(toComplete string) ([]string, cobra.ShellCompDi
 	}
 	for _, n := range c.Schema.Names() {
 		if n != "path" {
-			out = append(out, prefix+n+"=")
+			out = append(out, prefix+n+"=\t"+firstSentence(fieldNamed(c.Schema, n).Doc))
 		}
 	}
 	return out, cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveNoFileComp
+}
+
+// firstSentence is the start of an option's documentation, which the
+// shells show beside its name.
+func firstSentence(doc string) string {
+	if i := strings.Index(doc, ". "); i >= 0 {
+		return doc[:i]
+	}
+	return strings.TrimSuffix(doc, ".")
 }
 
 func fieldNamed(s *option.Schema, name string) *option.Field {

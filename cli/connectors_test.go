@@ -49,8 +49,13 @@ func TestEndpointCompletion(t *testing.T) {
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		require.NotEmpty(t, lines)
 		assert.Equal(t, ":6", lines[len(lines)-1], "no space, no file names")
+		for i, l := range lines[:len(lines)-1] {
+			lines[i], _, _ = strings.Cut(l, "\t") // the description shells show beside it
+		}
 		return lines[:len(lines)-1]
 	}
+	assert.Contains(t, ok(t, "", "__complete", "copy", "--to", "dir-spool:///x?fs").stdout,
+		"dir-spool:///x?fsync=\tWhen writes and deletes are flushed to stable storage", "an option comes with the start of its documentation")
 	assert.Equal(t, []string{"dir-spool://", "dirspool://"}, complete("di"))
 	assert.Contains(t, complete(""), "postgres://")
 	assert.Equal(t, []string{"dir-spool:///x?fsync=none&shard_depth=", "dir-spool:///x?fsync=none&shard_width="}, complete("dir-spool:///x?fsync=none&sh"))

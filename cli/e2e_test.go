@@ -439,6 +439,28 @@ func TestSecondDrainingConsumerNamesHolder(t *testing.T) {
 
 // Every configuration mistake exits 2 with one line naming what is wrong
 // and what is valid.
+// A path that does not exist, where nothing will create it, fails at once
+// with the path named, instead of retrying for the whole connect budget
+// (a minute): a file to read, the directory of a file to write, a spool or
+// drop zone to drain.
+func TestMissingPathFailsAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	for name, args := range map[string][]string{
+		"file source":       {"--from", "file://" + dir + "/orders.jsonl", "--to", "stdout://"},
+		"file target":       {"--from", "stdin://", "--to", "file://" + dir + "/no/out.jsonl"},
+		"spool drained":     {"--from", "dir-spool://" + dir + "/spool", "--to", "stdout://", "--drain"},
+		"drop zone drained": {"--from", "dropzone://" + dir + "/zone", "--to", "stdout://", "--drain"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := run(t, "", append([]string{"copy"}, args...)...)
+			assert.Equal(t, 1, r.code, r.stderr)
+			assert.Contains(t, r.stderr, "no such file or directory")
+			assert.Contains(t, r.stderr, dir)
+			assert.NotContains(t, r.stderr, "retrying")
+		})
+	}
+}
+
 func TestBadInputExits2(t *testing.T) {
 	dir := t.TempDir()
 	in := writeFile(t, filepath.Join(dir, "in.txt"), "x\n")
@@ -697,6 +719,8 @@ func TestLogFormatJSON(t *testing.T) {
 	}{
 		{"route error", []string{"--log-format", "json", "copy", "--from", "nope://x", "--to", "stdout://"}, `unknown scheme "nope"`},
 		{"flag error", []string{"--log-format", "json", "copy", "--frm", "stdin://"}, "unknown flag: --frm"},
+		{"flag error before --log-format", []string{"copy", "--frm", "stdin://", "--log-format=json"}, "unknown flag: --frm"},
+		{"unknown command", []string{"--log-format", "json", "cpy"}, `did you mean "copy"?`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := run(t, "", tc.args...)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"strings"
 
@@ -36,7 +37,7 @@ func exitCode(err error, sig int) int {
 	switch {
 	case err == nil:
 		return ExitOK
-	case sig != 0 && errors.Is(err, bridge.ErrInterrupted):
+	case sig != 0 && (errors.Is(err, bridge.ErrInterrupted) || errors.Is(err, context.Canceled)):
 		return 128 + sig
 	case errors.As(err, &ue), errors.Is(err, bridge.ErrConfig), errors.Is(err, option.ErrInvalid),
 		errors.Is(err, core.ErrLayoutMismatch): // the options do not fit the spool

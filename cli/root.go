@@ -65,10 +65,34 @@ func (a *app) run(ctx context.Context, args []string) int {
 		err = usage(commandSuggestion(root, err))
 	}
 	code := exitCode(err, int(a.signal.Load()))
+	if a.signal.Load() != 0 && errors.Is(err, context.Canceled) && !errors.Is(err, bridge.ErrInterrupted) {
+		// a command other than a route (spool stat on a large spool)
+		err = fmt.Errorf("interrupted: %w", context.Cause(ctx))
+	}
 	if err != nil {
+		if a.logger == nil && logFormatArg(args) == "json" {
+			a.logFormat = "json" // cobra stopped before it parsed the flag
+		}
 		a.fatal(oneLine(err, a.secrets.redact), "exit_code", code)
 	}
 	return code
+}
+
+// logFormatArg returns the value args give --log-format, for an error
+// cobra found before it parsed the flags (an unknown command or flag).
+func logFormatArg(args []string) string {
+	format := ""
+	for i, arg := range args {
+		if arg == "--" {
+			break
+		}
+		if v, ok := strings.CutPrefix(arg, "--log-format="); ok {
+			format = v
+		} else if arg == "--log-format" && i+1 < len(args) {
+			format = args[i+1]
+		}
+	}
+	return format
 }
 
 // fatal prints the message the command ends with: "mqb: msg" on standard
@@ -119,7 +143,7 @@ URL schemes: ` + strings.Join(a.env.Schemes(), ", ") + `.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	pf.StringVar(&a.logFormat, "log-format", "text", "log format on standard error: text or json (then every line is a JSON object, the final error included)")
-	root.AddCommand(a.copyCommand(), a.runCommand(), a.lintCommand(), a.spoolCommand(), a.conformanceCommand(), a.benchCommand(), a.versionCommand(), a.completionCommand(root), a.connectorsCommand(), a.fieldsCommand())
+	root.AddCommand(a.copyCommand(), a.runCommand(), a.lintCommand(), a.spoolCommand(), a.conformanceCommand(), a.benchCommand(), a.versionCommand(), a.completionCommand(root), a.bashCompleteCommand(), a.connectorsCommand(), a.fieldsCommand())
 	showAllDefaults(root)
 	return root
 }

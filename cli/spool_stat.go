@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -78,7 +79,7 @@ and whether that process is still alive, and the DONE sentinel's record.`,
 				return err
 			}
 			defer release()
-			rep, err := spoolStat(fsys, o)
+			rep, err := spoolStat(cmd.Context(), fsys, o)
 			if err != nil {
 				return err
 			}
@@ -93,8 +94,8 @@ and whether that process is still alive, and the DONE sentinel's record.`,
 	return cmd
 }
 
-func spoolStat(fsys core.FS, o dirspool.Config) (*statReport, error) {
-	st, err := core.Scan(fsys, o.Options)
+func spoolStat(ctx context.Context, fsys core.FS, o dirspool.Config) (*statReport, error) {
+	st, err := core.Scan(ctx, fsys, o.Options)
 	if err != nil {
 		return nil, fmt.Errorf("spool %s: scan: %w", o.Path, err)
 	}
@@ -106,7 +107,7 @@ func spoolStat(fsys core.FS, o dirspool.Config) (*statReport, error) {
 		}
 		return ci
 	}
-	sv, err := core.SurveyLayout(fsys, o.Options)
+	sv, err := core.SurveyLayout(ctx, fsys, o.Options)
 	if err != nil {
 		return nil, fmt.Errorf("spool %s: check layout: %w", o.Path, err)
 	}

@@ -33,7 +33,7 @@ func boundedOptions(t TB, query string) core.Options {
 
 func spoolChunks(t TB, fsys core.FS, o core.Options) int {
 	t.Helper()
-	st, err := core.Scan(fsys, o)
+	st, err := core.Scan(context.Background(), fsys, o)
 	noErr(t, "Scan", err)
 	return st.Chunks
 }
@@ -130,7 +130,7 @@ func boundsBlockWaitsForConsumer(t TB, e *env) {
 	go func() {
 		defer close(watched)
 		for ctx.Err() == nil {
-			if st, err := core.Scan(fsys, o); err == nil && int64(st.Chunks) > peak.Load() {
+			if st, err := core.Scan(context.Background(), fsys, o); err == nil && int64(st.Chunks) > peak.Load() {
 				peak.Store(int64(st.Chunks))
 			}
 			time.Sleep(time.Millisecond)

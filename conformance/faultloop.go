@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -104,7 +105,7 @@ func checkCleanRun(t TB, what string, m *model, fsys core.FS, o core.Options) {
 			return
 		}
 	}
-	st, err := core.Scan(fsys, o)
+	st, err := core.Scan(context.Background(), fsys, o)
 	if err != nil {
 		t.Errorf("%s: Scan: %v", what, err)
 	} else if st.Chunks != 0 || st.Tmp != 0 || st.Orphans != 0 {

@@ -223,7 +223,7 @@ func checkForeignWarnedOnce(t TB, e *env) {
 			t.Errorf("%s warned %d times, want once:\n%s", name, n, logs.String())
 		}
 	}
-	sv, err := core.SurveyLayout(fsys, o)
+	sv, err := core.SurveyLayout(context.Background(), fsys, o)
 	if err != nil || sv.Foreign != 3 || sv.Mismatch != nil {
 		t.Errorf("SurveyLayout = %+v, %v; want 3 foreign files and no mismatch", sv, err)
 	}

@@ -39,6 +39,7 @@ func spoolChecks() []check {
 		{"SequenceExhausted", checkSeqExhausted},
 		{"CorruptSidecar", checkCorruptSidecar},
 		{"SpoolBounds", checkBounds},
+		{"SpoolWalksStopOnCancel", checkWalksStopOnCancel},
 	}
 }
 

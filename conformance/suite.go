@@ -6,6 +6,7 @@ func allChecks() []check {
 	var out []check
 	out = append(out, fsChecks()...)
 	out = append(out, spoolChecks()...)
+	out = append(out, streamChecks()...)
 	out = append(out, mismatchChecks()...)
 	out = append(out, resumeChecks()...)
 	out = append(out, layoutChecks()...)

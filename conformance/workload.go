@@ -211,7 +211,7 @@ func verifyReopen(ctx context.Context, fsys core.FS, o core.Options, m *model, r
 	}
 	defer func() { _ = p.Close() }()
 	v.producerResumes(p.NextSeq(), onDisk)
-	if st, err := core.Scan(fsys, o); err != nil {
+	if st, err := core.Scan(context.Background(), fsys, o); err != nil {
 		v.bad("Scan: %v", err)
 	} else if st.Tmp != 0 || st.Orphans != 0 {
 		v.bad("after recovery the spool still has %d .tmp files and %d sidecars without payload", st.Tmp, st.Orphans)

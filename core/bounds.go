@@ -109,9 +109,9 @@ type chunkUse struct {
 }
 
 // newUsage counts the chunks already in the spool with one walk.
-func newUsage(fsys FS, l *Layout) (*usage, error) {
+func newUsage(ctx context.Context, fsys FS, l *Layout) (*usage, error) {
 	u := &usage{fsys: fsys, layout: l}
-	return u, u.recount()
+	return u, u.recount(ctx)
 }
 
 func (u *usage) count() int64 { return int64(len(u.chunks) - u.head) }
@@ -123,12 +123,15 @@ func (u *usage) add(seq uint64, size int64) {
 
 // recount walks the spool and rebuilds the account: payloads and their
 // sidecars, in sequence order.
-func (u *usage) recount() error {
+func (u *usage) recount(ctx context.Context) error {
 	u.chunks, u.head, u.bytes = u.chunks[:0], 0, 0
 	sizes := map[uint64]int64{}
 	var order []uint64
-	err := walkLeaves(u.fsys, u.layout, func(dir string, entries []fs.DirEntry) error {
-		for _, e := range entries {
+	err := walkLeaves(ctx, u.fsys, u.layout, func(dir string, entries []fs.DirEntry) error {
+		for i, e := range entries {
+			if err := cancelled(ctx, i); err != nil {
+				return err
+			}
 			seq, kind, ok := u.layout.ParseLeaf(dir, e.Name())
 			if !ok || !e.Type().IsRegular() || (kind != KindPayload && kind != KindSidecar) {
 				continue
@@ -233,7 +236,7 @@ func (p *Producer) chunkSizes(msgs []Message) []int64 {
 		return sizes
 	}
 	for i := range msgs {
-		sizes[i] = int64(len(msgs[i].Payload))
+		sizes[i] = payloadSize(&msgs[i])
 		if p.layout.Sidecars() {
 			sizes[i] += int64(len(encodeSidecar(msgs[i].ID, msgs[i].Metadata)))
 		}
@@ -258,7 +261,7 @@ func (p *Producer) admit(ctx context.Context, msgs []Message) (int, error) {
 		// Full by the account: look at what consumers removed, and every
 		// few rounds recount, in case they removed chunks out of order.
 		if waits%8 == 7 {
-			err = p.use.recount()
+			err = p.use.recount(ctx)
 		} else {
 			err = p.use.refresh()
 		}

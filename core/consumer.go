@@ -15,15 +15,20 @@ import (
 // Delivery is one message read from a spool. It stays in flight until it is
 // acknowledged or negatively acknowledged on the Consumer that read it.
 type Delivery struct {
-	Name        string // payload file, relative to the spool root
-	Seq         uint64
-	MessageID   string            // from the sidecar; "" when there is none
-	Metadata    map[string]string // from the sidecar; empty when there is none
+	Name      string // payload file, relative to the spool root
+	Seq       uint64
+	MessageID string            // from the sidecar; "" when there is none
+	Metadata  map[string]string // from the sidecar; empty when there is none
+	// Payload holds the payload, unless the consumer streams payloads
+	// of this Size (see Consumer.SetStreamAbove): then it is nil and Open
+	// or ReadInto reads it.
 	Payload     []byte
-	Redelivered bool // it was nacked before
+	Size        int64 // bytes in the payload
+	Redelivered bool  // it was nacked before
 
 	sidecar string
 	dir     string
+	fsys    FS // where Open finds a payload left on disk; nil when it was read
 }
 
 // Consumer reads chunks in lexical order. In draining mode (drain_on_read,
@@ -48,7 +53,8 @@ type Consumer struct {
 	watches  map[string]DirWatch
 	closed   bool
 
-	payHint, sideHint int // sizes of the last payload and sidecar read
+	payHint, sideHint int   // sizes of the last payload and sidecar read
+	streamAbove       int64 // payloads larger stay on disk (SetStreamAbove); 0: none
 
 	resume resumeState // the ack frontier kept in the CONSUMER record (resume.go)
 
@@ -110,7 +116,7 @@ func (c *Consumer) Read(ctx context.Context, limit int) ([]*Delivery, error) {
 			c.mu.Unlock()
 			return nil, ErrClosed
 		}
-		if err := c.checkDue(); err != nil {
+		if err := c.checkDue(ctx); err != nil {
 			c.mu.Unlock()
 			return nil, err
 		}
@@ -120,13 +126,13 @@ func (c *Consumer) Read(ctx context.Context, limit int) ([]*Delivery, error) {
 			return out, nil // a read error, if any, comes back on the next call
 		}
 		if err == nil {
-			err = c.startCheck() // before waiting or ending
+			err = c.startCheck(ctx) // before waiting or ending
 		}
 		if err != nil {
 			c.mu.Unlock()
 			return nil, err
 		}
-		again, err := c.atEnd()
+		again, err := c.atEnd(ctx)
 		if err != nil || again {
 			c.mu.Unlock()
 			if err != nil {
@@ -193,9 +199,9 @@ func (c *Consumer) fill(limit int) ([]*Delivery, error) {
 
 // atEnd decides what to do when nothing can be delivered now: end (ErrEnd),
 // look again (again), or wait (false, nil).
-func (c *Consumer) atEnd() (again bool, err error) {
+func (c *Consumer) atEnd(ctx context.Context) (again bool, err error) {
 	if c.opts.ExitWhenEmpty && len(c.inflight) == 0 {
-		return false, c.endCheck()
+		return false, c.endCheck(ctx)
 	}
 	if !c.opts.StopOnDone {
 		return false, nil
@@ -213,7 +219,7 @@ func (c *Consumer) atEnd() (again bool, err error) {
 		return found, err
 	}
 	if len(c.inflight) == 0 {
-		return false, c.endCheck()
+		return false, c.endCheck(ctx)
 	}
 	return false, nil
 }
@@ -416,7 +422,7 @@ func (h *nameHeap) Pop() any {
 
 // load reads a payload and its sidecar.
 func (c *Consumer) load(name string) (*Delivery, error) {
-	payload, err := readFile(c.fsys, name, c.payHint)
+	payload, size, onDisk, err := c.loadPayload(name)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, err
@@ -424,8 +430,12 @@ func (c *Consumer) load(name string) (*Delivery, error) {
 		return nil, c.errorf("read %s: %w", name, err)
 	}
 	seq, _, _ := c.layout.Parse(name)
-	c.payHint = len(payload)
-	d := &Delivery{Name: name, Seq: seq, Payload: payload, dir: parentDir(name)}
+	d := &Delivery{Name: name, Seq: seq, Payload: payload, Size: size, dir: parentDir(name)}
+	if onDisk {
+		d.fsys = c.fsys
+	} else {
+		c.payHint = len(payload)
+	}
 	if !c.layout.Sidecars() {
 		d.Metadata = map[string]string{}
 		return d, nil

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -94,20 +95,23 @@ func (c *Consumer) warnOnce(name, msg string, args ...any) {
 // resuming from its CONSUMER record, delivers first and surveys on the next
 // Read. A spool with nothing this consumer can deliver is surveyed before
 // the consumer waits or ends.
-func (c *Consumer) checkDue() error {
+func (c *Consumer) checkDue(ctx context.Context) error {
 	if c.check.surveyed || c.check.delivered > 0 {
-		return c.startCheck()
+		return c.startCheck(ctx)
 	}
 	return nil
 }
 
 // startCheck surveys the spool once: it refuses a spool that holds chunks
 // of another layout, for good, and warns about foreign files and links.
-func (c *Consumer) startCheck() error {
+func (c *Consumer) startCheck(ctx context.Context) error {
 	if c.check.surveyed {
 		return c.check.refused
 	}
-	sv, err := SurveyLayout(c.fsys, c.opts)
+	sv, err := SurveyLayout(ctx, c.fsys, c.opts)
+	if ctx.Err() != nil {
+		return ctx.Err() // not surveyed: the next Read looks again
+	}
 	if err != nil {
 		return c.errorf("check layout: %w", err)
 	}
@@ -152,8 +156,11 @@ func (c *Consumer) noteDelivered(seq uint64) {
 // endCheck decides how a consumer with nothing left ends: with ErrEnd, or
 // with an error when chunks of another layout arrived, or (stop_on_done)
 // when DONE names chunks it never saw.
-func (c *Consumer) endCheck() error {
-	sv, err := SurveyLayout(c.fsys, c.opts)
+func (c *Consumer) endCheck(ctx context.Context) error {
+	sv, err := SurveyLayout(ctx, c.fsys, c.opts)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
 	if err != nil {
 		return c.errorf("check layout: %w", err)
 	}

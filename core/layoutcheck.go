@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -77,13 +78,14 @@ type shape struct {
 // the files a consumer with options o would never deliver: files with the
 // payload extension that fit no chunk name, and chunk-like files of another
 // layout (flat chunks in a sharded spool, shard directories in a flat one,
-// names with another digit count or extension). It changes nothing.
-func SurveyLayout(fsys FS, o Options) (*Survey, error) {
+// names with another digit count or extension). It changes nothing, and
+// stops with ctx's error once ctx is done.
+func SurveyLayout(ctx context.Context, fsys FS, o Options) (*Survey, error) {
 	l, err := o.Layout()
 	if err != nil {
 		return nil, err
 	}
-	sv := &surveyor{fsys: fsys, l: l, s: &Survey{}, groups: map[shape]*group{}}
+	sv := &surveyor{ctx: ctx, fsys: fsys, l: l, s: &Survey{}, groups: map[shape]*group{}}
 	if err := sv.walk(".", nil); err != nil {
 		return nil, err
 	}
@@ -99,6 +101,7 @@ type group struct {
 }
 
 type surveyor struct {
+	ctx    context.Context
 	fsys   FS
 	l      *Layout
 	s      *Survey
@@ -110,6 +113,9 @@ type surveyor struct {
 // a few names, the subdirectories and the rare files whose verdict needs
 // a look at their neighbours, never the whole listing.
 func (sv *surveyor) walk(dir string, widths []int) error {
+	if err := sv.ctx.Err(); err != nil {
+		return err
+	}
 	var subdirs []string
 	var maybe []otherExt
 	err := sv.list(dir, func(name string, typ fs.FileMode) {
@@ -144,13 +150,28 @@ func (sv *surveyor) walk(dir string, widths []int) error {
 	return nil
 }
 
-// list calls fn for every entry of dir: streamed where the FS can.
+// list calls fn for every entry of dir: streamed where the FS can. Once
+// ctx is done it calls fn no more and returns ctx's error.
 func (sv *surveyor) list(dir string, fn func(name string, typ fs.FileMode)) error {
 	if sc, ok := sv.fsys.(DirScanner); ok {
-		return sc.ScanDir(dir, fn)
+		i, stopped := 0, false
+		err := sc.ScanDir(dir, func(name string, typ fs.FileMode) {
+			if i++; stopped || cancelled(sv.ctx, i) != nil {
+				stopped = true
+				return
+			}
+			fn(name, typ)
+		})
+		if err == nil {
+			err = sv.ctx.Err()
+		}
+		return err
 	}
 	entries, err := sv.fsys.ReadDir(dir)
-	for _, e := range entries {
+	for i, e := range entries {
+		if err := cancelled(sv.ctx, i); err != nil {
+			return err
+		}
 		fn(e.Name(), e.Type())
 	}
 	return err

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -23,6 +24,15 @@ type Message struct {
 	Metadata map[string]string
 	// Payload is stored byte for byte as the payload file.
 	Payload []byte
+	// Body, when not nil, is read for the payload instead: exactly Size
+	// bytes, and it must end there. Payload must then be nil. A Body that
+	// fails, or holds another number of bytes, fails the write (an error
+	// matching ErrPayloadSize for the size) and leaves no chunk behind.
+	// A Body from Delivery.Open, or an *os.File, is copied in the kernel
+	// where the backend can (see docs/architecture.md).
+	Body io.Reader
+	// Size is the length of Body; ignored when Body is nil.
+	Size int64
 }
 
 // sidecar is the exact on-disk shape of a metadata sidecar.

@@ -53,6 +53,13 @@ type DoneRecord struct {
 // .tmp leftovers and sidecars without a payload, removes a stale DONE
 // sentinel durably, and resumes after the highest sequence number ever used.
 func OpenProducer(fsys FS, o Options) (*Producer, error) {
+	return OpenProducerContext(context.Background(), fsys, o)
+}
+
+// OpenProducerContext is OpenProducer that stops walking the spool, and
+// returns ctx's error, once ctx is done: recovering a spool of many chunks
+// takes a while.
+func OpenProducerContext(ctx context.Context, fsys FS, o Options) (*Producer, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -71,11 +78,11 @@ func OpenProducer(fsys FS, o Options) (*Producer, error) {
 			p.claim.holder.Bounds = &b
 		}
 	}
-	if err := p.recover(prev); err != nil {
+	if err := p.recover(ctx, prev); err != nil {
 		p.releaseClaim()
 		return nil, err
 	}
-	if err := p.openUsage(); err != nil {
+	if err := p.openUsage(ctx); err != nil {
 		p.releaseClaim()
 		return nil, err
 	}
@@ -83,7 +90,7 @@ func OpenProducer(fsys FS, o Options) (*Producer, error) {
 }
 
 // openUsage counts what the spool holds when the options bound it.
-func (p *Producer) openUsage() error {
+func (p *Producer) openUsage(ctx context.Context) error {
 	b := p.opts.Bounds
 	if !b.Set() {
 		return nil
@@ -92,8 +99,11 @@ func (p *Producer) openUsage() error {
 		return &option.Error{Field: "min_free_bytes", Value: fmt.Sprint(b.MinFreeBytes),
 			Msg: "needs a backend that reports free space, such as os"}
 	}
-	u, err := newUsage(p.fsys, p.layout)
+	u, err := newUsage(ctx, p.fsys, p.layout)
 	if err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
 		return p.errorf("count the spool's chunks for its bounds: %w", err)
 	}
 	p.use = u
@@ -113,33 +123,35 @@ func (p *Producer) errorf(format string, args ...any) error {
 
 func (p *Producer) syncing() bool { return p.opts.Fsync != FsyncNone }
 
-func (p *Producer) recover(prev *Holder) error {
-	rs := &recovery{touched: map[string]bool{}}
-	err := walkLeaves(p.fsys, p.layout, func(dir string, names []fs.DirEntry) error {
-		return p.recoverLeaf(rs, dir, names)
+// recovery is what recover learns while walking the spool.
+type recovery struct {
+	next    uint64          // one past the highest sequence number seen
+	floor   uint64          // the lowest payload number seen
+	payload bool            // a payload was seen
+	seen    bool            // a chunk file was seen
+	touched map[string]bool // directories it removed files from
+}
+
+func (p *Producer) recover(ctx context.Context, prev *Holder) error {
+	r := &recovery{touched: map[string]bool{}}
+	err := walkLeaves(ctx, p.fsys, p.layout, func(dir string, names []fs.DirEntry) error {
+		return p.recoverLeaf(ctx, r, dir, names)
 	})
 	if err != nil {
 		return err
 	}
-	if p.syncing() {
-		for dir := range rs.touched {
-			if err := p.fsys.SyncDir(dir); err != nil {
-				if dir != "." && errors.Is(err, fs.ErrNotExist) {
-					continue // emptied by the cleanup and removed by a consumer
-				}
-				return p.errorf("sync %s after recovery: %w", dir, err)
-			}
-		}
+	if err := p.syncRecovered(r.touched); err != nil {
+		return err
 	}
-	next := rs.next
+	next := r.next
 	if prev != nil && prev.NextSeq != nil && *prev.NextSeq > next {
 		next = *prev.NextSeq
 	}
 	p.next = next
 	if p.claim != nil {
 		floor := next
-		if rs.anyPayload {
-			floor = rs.floor
+		if r.payload {
+			floor = r.floor
 		}
 		p.claim.holder.FloorSeq = &floor // written with the first mark, below
 	}
@@ -149,22 +161,16 @@ func (p *Producer) recover(prev *Holder) error {
 	return p.reserve(p.next)
 }
 
-// recovery is what a producer's opening walk found.
-type recovery struct {
-	next       uint64 // the highest number seen, plus 1
-	seen       bool
-	floor      uint64 // the lowest payload number seen
-	anyPayload bool
-	touched    map[string]bool // directories where files were removed
-}
-
-// recoverLeaf notes the numbers in one leaf directory and removes its
-// leftover temporary files and orphan sidecars.
-func (p *Producer) recoverLeaf(rs *recovery, dir string, names []fs.DirEntry) error {
+// recoverLeaf removes the .tmp leftovers and orphan sidecars of one leaf
+// directory and notes its highest sequence number.
+func (p *Producer) recoverLeaf(ctx context.Context, r *recovery, dir string, names []fs.DirEntry) error {
 	payloads := map[uint64]bool{}
 	var sidecars []string
 	var seqs []uint64
-	for _, e := range names {
+	for i, e := range names {
+		if err := cancelled(ctx, i); err != nil {
+			return err
+		}
 		if !e.Type().IsRegular() {
 			continue
 		}
@@ -172,15 +178,15 @@ func (p *Producer) recoverLeaf(rs *recovery, dir string, names []fs.DirEntry) er
 		if !ok {
 			continue
 		}
-		if !rs.seen || seq >= rs.next {
-			rs.next, rs.seen = seq+1, true
+		if !r.seen || seq >= r.next {
+			r.next, r.seen = seq+1, true
 		}
 		full := joinPath(dir, e.Name())
 		switch kind {
 		case KindPayload:
 			payloads[seq] = true
-			if !rs.anyPayload || seq < rs.floor {
-				rs.floor, rs.anyPayload = seq, true
+			if !r.payload || seq < r.floor {
+				r.floor, r.payload = seq, true
 			}
 		case KindSidecar:
 			sidecars = append(sidecars, full)
@@ -189,7 +195,7 @@ func (p *Producer) recoverLeaf(rs *recovery, dir string, names []fs.DirEntry) er
 			if err := removeIfExists(p.fsys, full); err != nil {
 				return p.errorf("remove leftover %s: %w", full, err)
 			}
-			rs.touched[dir] = true
+			r.touched[dir] = true
 		}
 	}
 	for i, sc := range sidecars {
@@ -197,23 +203,41 @@ func (p *Producer) recoverLeaf(rs *recovery, dir string, names []fs.DirEntry) er
 			if err := removeIfExists(p.fsys, sc); err != nil {
 				return p.errorf("remove orphan sidecar %s: %w", sc, err)
 			}
-			rs.touched[dir] = true
+			r.touched[dir] = true
 		}
 	}
 	return nil
 }
 
-// removeStaleDone removes a DONE an earlier run left, durably.
+// syncRecovered makes the removals of recover durable.
+func (p *Producer) syncRecovered(touched map[string]bool) error {
+	if !p.syncing() {
+		return nil
+	}
+	for dir := range touched {
+		if err := p.fsys.SyncDir(dir); err != nil {
+			if dir != "." && errors.Is(err, fs.ErrNotExist) {
+				continue // emptied by the cleanup and removed by a consumer
+			}
+			return p.errorf("sync %s after recovery: %w", dir, err)
+		}
+	}
+	return nil
+}
+
+// removeStaleDone removes, durably, a DONE sentinel a previous producer
+// left: this producer is not done.
 func (p *Producer) removeStaleDone() error {
-	if _, err := p.fsys.Stat(DoneFile); err == nil {
-		if err := removeIfExists(p.fsys, DoneFile); err != nil {
-			return p.errorf("remove stale DONE: %w", err)
-		}
-		if err := p.fsys.SyncDir("."); err != nil {
-			return p.errorf("sync after removing stale DONE: %w", err)
-		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	if _, err := p.fsys.Stat(DoneFile); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	} else if err != nil {
 		return p.errorf("stat DONE: %w", err)
+	}
+	if err := removeIfExists(p.fsys, DoneFile); err != nil {
+		return p.errorf("remove stale DONE: %w", err)
+	}
+	if err := p.fsys.SyncDir("."); err != nil {
+		return p.errorf("sync after removing stale DONE: %w", err)
 	}
 	return nil
 }
@@ -277,6 +301,9 @@ func (p *Producer) Write(ctx context.Context, msgs []Message) (n int, err error)
 	if last := p.next + uint64(len(msgs)) - 1; last > p.layout.MaxSeq() || last < p.next {
 		return 0, p.errorf("%w: writing %d more message(s) from sequence %d would pass %d, the largest number naming_pattern %q can hold; drain the spool and move to a new one or a wider pattern",
 			ErrSequenceExhausted, len(msgs), p.next, p.layout.MaxSeq(), p.opts.NamingPattern)
+	}
+	if err := checkBodies(msgs); err != nil {
+		return 0, p.errorf("%w", err)
 	}
 	for i := range msgs {
 		if msgs[i].ID == "" {
@@ -455,17 +482,17 @@ func (p *Producer) nameChunks(first uint64, n int) ([]chunkFiles, []string) {
 func (p *Producer) writeTmps(chunks []chunkFiles, msgs []Message) error {
 	for i := range chunks {
 		c := &chunks[i]
-		c.size = int64(len(msgs[i].Payload))
+		c.size = payloadSize(&msgs[i])
 		if c.sidecar != "" {
 			side := encodeSidecar(msgs[i].ID, msgs[i].Metadata)
 			c.size += int64(len(side))
-			made, err := p.writeFile(c.dir, c.sideTmp, side)
+			made, err := p.writeFile(c.dir, c.sideTmp, &Message{Payload: side})
 			c.sideTmpMade = made // a file that failed half-written is ours to undo too
 			if err != nil {
 				return err
 			}
 		}
-		made, err := p.writeFile(c.dir, c.payTmp, msgs[i].Payload)
+		made, err := p.writeFile(c.dir, c.payTmp, &msgs[i])
 		c.payTmpMade = made
 		if err != nil {
 			return err
@@ -503,10 +530,11 @@ func (p *Producer) syncDirs(dirs []string) error {
 	return nil
 }
 
-// writeFile creates name exclusively, writes data and syncs it when the
-// policy asks for a sync per file. It makes missing shard directories. made
-// reports whether it created the file, even when a later step failed.
-func (p *Producer) writeFile(dir, name string, data []byte) (made bool, err error) {
+// writeFile creates name exclusively, writes the payload of m (a sidecar
+// comes as a Message of its bytes) and syncs it when the policy asks for a
+// sync per file. It makes missing shard directories. made reports whether
+// it created the file, even when a later step failed.
+func (p *Producer) writeFile(dir, name string, m *Message) (made bool, err error) {
 	f, err := p.createIn(dir, name)
 	if err != nil {
 		return false, err
@@ -516,7 +544,7 @@ func (p *Producer) writeFile(dir, name string, data []byte) (made bool, err erro
 			err = p.errorf("close %s: %w", name, cerr)
 		}
 	}()
-	if _, err := f.Write(data); err != nil {
+	if err := writePayload(f, m, name); err != nil {
 		return true, p.errorf("write %s: %w", name, err)
 	}
 	if p.syncing() && p.perFileSync() {

@@ -1,18 +1,37 @@
 package core
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"math/bits"
 )
 
+// checkEvery is how many directory entries a walk handles between two
+// looks at its context, so that cancelling one over a large spool stops it
+// within milliseconds.
+const checkEvery = 1024
+
+// cancelled returns ctx's error every checkEvery calls (i counts them).
+func cancelled(ctx context.Context, i int) error {
+	if i%checkEvery != 0 {
+		return nil
+	}
+	return ctx.Err()
+}
+
 // walkLeaves calls fn for every leaf directory of the spool (the root when it
 // is not sharded) in lexical order, with its sorted entries. Directories that
 // are not shard directories, and symbolic links, are skipped. A directory
-// that vanishes while walking (a consumer removed it) is skipped.
-func walkLeaves(fsys FS, l *Layout, fn func(dir string, entries []fs.DirEntry) error) error {
+// that vanishes while walking (a consumer removed it) is skipped. It stops
+// with ctx's error once ctx is done; fn, given a large leaf, should check
+// too (see cancelled).
+func walkLeaves(ctx context.Context, fsys FS, l *Layout, fn func(dir string, entries []fs.DirEntry) error) error {
 	var walk func(dir string, level int) error
 	walk = func(dir string, level int) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		entries, err := fsys.ReadDir(dir)
 		if err != nil {
 			if dir != "." && errors.Is(err, fs.ErrNotExist) {
@@ -53,19 +72,19 @@ type Stats struct {
 // Scan walks the whole spool and counts what it holds, without changing
 // anything. Where the FS streams listings with sizes (DirInfoScanner) it
 // holds counts, not the listing: a spool of millions of chunks costs it
-// little memory.
-func Scan(fsys FS, o Options) (*Stats, error) {
+// little memory. It stops with ctx's error once ctx is done.
+func Scan(ctx context.Context, fsys FS, o Options) (*Stats, error) {
 	l, err := o.Layout()
 	if err != nil {
 		return nil, err
 	}
 	st := &Stats{}
-	err = walkLeafDirs(fsys, l, func(dir string) error {
+	err = walkLeafDirs(ctx, fsys, l, func(dir string) error {
 		if dir != "." {
 			st.ShardDirs++
 		}
 		var payloads, sidecars seqSet
-		err := listInfo(fsys, dir, func(name string, typ fs.FileMode, size func() int64) {
+		err := listInfo(ctx, fsys, dir, func(name string, typ fs.FileMode, size func() int64) {
 			st.entry(l, dir, name, typ, size, &payloads, &sidecars)
 		})
 		st.Orphans += sidecars.without(payloads)
@@ -106,10 +125,13 @@ func (st *Stats) entry(l *Layout, dir, name string, typ fs.FileMode, size func()
 // walkLeafDirs calls fn for every leaf directory of the spool (the root
 // when it is not sharded) in lexical order. Directories that are not shard
 // directories, symbolic links, and directories that vanish while walking
-// are skipped.
-func walkLeafDirs(fsys FS, l *Layout, fn func(dir string) error) error {
+// are skipped. It stops with ctx's error once ctx is done.
+func walkLeafDirs(ctx context.Context, fsys FS, l *Layout, fn func(dir string) error) error {
 	var walk func(dir string, level int) error
 	walk = func(dir string, level int) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if level == l.Depth() {
 			err := fn(dir)
 			if dir != "." && errors.Is(err, fs.ErrNotExist) {
@@ -138,15 +160,27 @@ func walkLeafDirs(fsys FS, l *Layout, fn func(dir string) error) error {
 
 // listInfo calls fn for every entry of dir with its type and a function
 // that returns its size (0 when it cannot be had): streamed where the FS
-// can.
-func listInfo(fsys FS, dir string, fn func(name string, typ fs.FileMode, size func() int64)) error {
+// can. Once ctx is done it calls fn no more and returns ctx's error.
+func listInfo(ctx context.Context, fsys FS, dir string, fn func(name string, typ fs.FileMode, size func() int64)) error {
 	if sc, ok := fsys.(DirInfoScanner); ok {
-		return sc.ScanDirInfo(dir, func(fi fs.FileInfo) {
+		i, stopped := 0, false
+		err := sc.ScanDirInfo(dir, func(fi fs.FileInfo) {
+			if i++; stopped || cancelled(ctx, i) != nil {
+				stopped = true
+				return
+			}
 			fn(fi.Name(), fi.Mode().Type(), fi.Size)
 		})
+		if err == nil {
+			err = ctx.Err()
+		}
+		return err
 	}
 	entries, err := fsys.ReadDir(dir)
-	for _, e := range entries {
+	for i, e := range entries {
+		if err := cancelled(ctx, i); err != nil {
+			return err
+		}
 		fn(e.Name(), e.Type(), func() int64 {
 			if fi, err := e.Info(); err == nil {
 				return fi.Size()
@@ -188,7 +222,8 @@ func isControlFile(name string) bool {
 // MessageIDs returns the message ids recorded in the sidecars of the
 // committed chunks of a spool (a spool without sidecars has none). A
 // dead-letter route reads them once, to dead-letter a message at most once.
-func MessageIDs(fsys FS, o Options) (map[string]bool, error) {
+// It stops with ctx's error once ctx is done.
+func MessageIDs(ctx context.Context, fsys FS, o Options) (map[string]bool, error) {
 	l, err := o.Layout()
 	if err != nil {
 		return nil, err
@@ -197,8 +232,11 @@ func MessageIDs(fsys FS, o Options) (map[string]bool, error) {
 	if !l.Sidecars() {
 		return ids, nil
 	}
-	err = walkLeaves(fsys, l, func(dir string, entries []fs.DirEntry) error {
-		for _, e := range entries {
+	err = walkLeaves(ctx, fsys, l, func(dir string, entries []fs.DirEntry) error {
+		for i, e := range entries {
+			if err := cancelled(ctx, i); err != nil {
+				return err
+			}
 			seq, kind, ok := l.ParseLeaf(dir, e.Name())
 			if !ok || kind != KindPayload || !e.Type().IsRegular() {
 				continue

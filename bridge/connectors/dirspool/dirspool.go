@@ -17,6 +17,8 @@ package dirspool
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"path/filepath"
@@ -165,7 +167,9 @@ func (s *Source) Connect(ctx context.Context) error {
 		case <-time.After(s.opts.PollInterval):
 		}
 	}
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) { // draining: nothing to wait for
+		return bridge.Permanent(err)
+	} else if err != nil {
 		return err
 	}
 	s.c, err = core.OpenConsumer(s.fsys, s.opts.Options)
@@ -174,8 +178,13 @@ func (s *Source) Connect(ctx context.Context) error {
 		return err
 	}
 	s.c.SetLogger(s.env.Logger)
+	s.c.SetStreamAbove(bridge.StreamAbove)
 	if s.opts.ExitWhenEmpty {
-		if st, err := core.Scan(s.fsys, s.opts.Options); err == nil {
+		st, err := core.Scan(ctx, s.fsys, s.opts.Options)
+		if ctx.Err() != nil {
+			return errors.Join(ctx.Err(), s.Close(ctx))
+		}
+		if err == nil {
 			s.total = int64(st.Chunks)
 		}
 	} else {
@@ -199,6 +208,9 @@ func (s *Source) ReadBatch(ctx context.Context, limit int) ([]*bridge.Message, b
 		m, ok := s.msgs[d]
 		if !ok {
 			m = &bridge.Message{ID: d.MessageID, Metadata: d.Metadata, Payload: d.Payload}
+			if d.Payload == nil && d.Size > 0 { // left on disk: streamed
+				m.Body = &bridge.Body{Size: d.Size, Open: d.Open}
+			}
 			s.msgs[d] = m
 		}
 		out[i] = m
@@ -252,14 +264,14 @@ func scan(fsys core.FS, o core.Options) (*core.Stats, error) {
 	if fsys == nil {
 		return nil, errors.New("spool is not open")
 	}
-	return core.Scan(fsys, o)
+	return core.Scan(context.Background(), fsys, o)
 }
 
 func backlog(fsys core.FS, o core.Options) (int64, error) {
 	if fsys == nil {
 		return 0, errors.New("spool is not open")
 	}
-	st, err := core.Scan(fsys, o)
+	st, err := core.Scan(context.Background(), fsys, o)
 	if err != nil {
 		return 0, err
 	}
@@ -297,6 +309,7 @@ var (
 	_ bridge.BoundedSpool    = (*Target)(nil)
 	_ bridge.Placed          = (*Target)(nil)
 	_ bridge.SpoolStatter    = (*Target)(nil)
+	_ bridge.BodyStreamer    = (*Target)(nil)
 )
 
 // Connect creates the spool directory when missing, takes the PRODUCER
@@ -307,7 +320,7 @@ func (t *Target) Connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	t.p, err = core.OpenProducer(t.fsys, t.opts.Options)
+	t.p, err = core.OpenProducerContext(ctx, t.fsys, t.opts.Options)
 	if err != nil {
 		t.release()
 		return err
@@ -321,7 +334,7 @@ func (t *Target) Connect(ctx context.Context) error {
 // HeldIDs returns the message ids of the chunks in the spool, so that a
 // route using the spool as its dead-letter target writes each message once.
 func (t *Target) HeldIDs(ctx context.Context) (map[string]bool, error) {
-	return core.MessageIDs(t.fsys, t.opts.Options)
+	return core.MessageIDs(ctx, t.fsys, t.opts.Options)
 }
 
 // Dropped counts the messages when_full=drop_newest dropped.
@@ -355,12 +368,27 @@ func (t *Target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 	defer t.mu.Unlock()
 	batch := make([]core.Message, 0, len(msgs))
 	skipped := map[string]int{}
+	var bodies []io.Closer
+	defer func() {
+		for _, b := range bodies {
+			b.Close()
+		}
+	}()
 	for _, m := range msgs {
 		if m.ID != "" && skipped[m.ID] < t.committed[m.ID] {
 			skipped[m.ID]++
 			continue
 		}
-		batch = append(batch, core.Message{ID: m.ID, Metadata: m.Metadata, Payload: m.Payload})
+		cm := core.Message{ID: m.ID, Metadata: m.Metadata, Payload: m.Payload}
+		if m.Body != nil {
+			r, err := m.Body.Open()
+			if err != nil {
+				return fmt.Errorf("message %s: open its payload: %w", m.ID, err)
+			}
+			bodies = append(bodies, r)
+			cm.Body, cm.Size = r, m.Body.Size
+		}
+		batch = append(batch, cm)
 	}
 	n, err := t.p.Write(ctx, batch)
 	if errors.Is(err, core.ErrSpoolFull) {
@@ -382,6 +410,11 @@ func (t *Target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 	}
 	return nil
 }
+
+// StreamsBodies says that the target copies a message's Body into the
+// spool itself (see bridge.BodyStreamer), file to file in the kernel when
+// both ends are backend-os on Linux.
+func (t *Target) StreamsBodies() bool { return true }
 
 // Close writes DONE as emit_done says (status failure when cause is not
 // nil) and releases the PRODUCER claim.

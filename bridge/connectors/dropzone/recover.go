@@ -1,6 +1,7 @@
 package dropzone
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -46,8 +47,9 @@ func parseHidden(name, suffix string) (string, int64, bool) {
 
 // recover publishes what a previous writer left acknowledged in hidden
 // files. Entries that are not regular files (a symbolic link planted on a
-// hidden name) are left alone, with a warning.
-func (t *Target) recover() error {
+// hidden name) are left alone, with a warning. It stops with ctx's error
+// once ctx is done.
+func (t *Target) recover(ctx context.Context) error {
 	entries, err := t.zone.ReadDir(".")
 	if err != nil {
 		return fmt.Errorf("drop zone: %w", err)
@@ -57,7 +59,10 @@ func (t *Target) recover() error {
 		present[e.Name()] = true
 	}
 	changed := false
-	for _, e := range entries {
+	for i, e := range entries {
+		if i%1024 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
 		did, err := t.recoverEntry(e, present)
 		if err != nil {
 			return err

@@ -112,7 +112,9 @@ func (s *Source) Place() (string, string) { return bridge.BackendOS, s.dir }
 // same state file fails at once) and loads the progress.
 func (s *Source) Connect(ctx context.Context) error {
 	zone, err := openDir("drop zone", s.dir, osfs.Options{})
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) && s.drain { // nothing to wait for
+		return bridge.Permanent(err)
+	} else if err != nil {
 		return err
 	}
 	store, err := openState(zone, s.dir, s.statePath)
@@ -185,6 +187,11 @@ func (s *Source) fill(max int) ([]*bridge.Message, error) {
 				break
 			}
 		}
+		if m := s.bodyMessage(); m != nil {
+			out = append(out, m)
+			s.endOfFile()
+			continue
+		}
 		rec, err := s.rd.Next()
 		if errors.Is(err, io.EOF) {
 			s.endOfFile()
@@ -203,6 +210,38 @@ func (s *Source) fill(max int) ([]*bridge.Message, error) {
 		return out, nil
 	}
 	return nil, s.err
+}
+
+// bodyMessage returns, for a raw file larger than bridge.StreamAbove that
+// was not read yet, its message with a Body that opens the file again
+// (through the confined zone), checks it is the same file and reads
+// exactly the size it has now. It returns nil for any other file.
+func (s *Source) bodyMessage() *bridge.Message {
+	if s.format != records.Raw || s.cur.emitted > 0 {
+		return nil
+	}
+	fi, err := s.f.Stat()
+	if err != nil || fi.Size() <= bridge.StreamAbove {
+		return nil // read as usual; a Stat error shows there
+	}
+	zone, name, size := s.zone, s.cur.name, fi.Size()
+	full := filepath.Join(s.dir, name)
+	open := func() (io.ReadCloser, error) {
+		f, err := zone.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("drop zone: open %s: %w", full, err)
+		}
+		if now, err := f.Stat(); err != nil || !osfs.SameFile(now, fi) {
+			f.Close()
+			return nil, fmt.Errorf("drop zone: %s was replaced while it was being read", full)
+		}
+		return core.ExactReadCloser(f, size, full), nil
+	}
+	m := &bridge.Message{Body: &bridge.Body{Size: size, Open: open},
+		Metadata: records.Meta(s.contentType, s.sourceOf(name), full, records.Record{})}
+	s.refs[m] = ref{s.cur, s.cur.emitted}
+	s.cur.emitted++
+	return m
 }
 
 // endOfFile closes the file being read, finishing it when every record of

@@ -122,7 +122,7 @@ func (t *Target) Connect(ctx context.Context) error {
 		return fmt.Errorf("drop zone %s: %w", t.dir, err)
 	}
 	t.zone, t.lock = zone, claim
-	if err := t.recover(); err != nil {
+	if err := t.recover(ctx); err != nil {
 		t.lock.Release()
 		t.zone.Close()
 		t.lock, t.zone = nil, nil
@@ -225,16 +225,12 @@ func (t *Target) append(msgs []*bridge.Message) error {
 			return err
 		}
 	}
-	payloads, ids := make([][]byte, len(msgs)), make([]string, len(msgs))
-	for i, m := range msgs {
-		payloads[i], ids[i] = m.Payload, m.ID
-	}
-	b, err := t.enc.Encode(payloads, ids)
-	if err != nil {
-		return err
-	}
 	old := filepath.Join(t.dir, o.onDisk)
-	if _, err := o.f.Write(b.Data); err != nil {
+	n, commit, err := t.write(o.f, msgs)
+	if err != nil && n == 0 && errors.Is(err, bridge.ErrRejected) {
+		return err // a payload the format cannot hold: nothing was written
+	}
+	if err != nil {
 		o.torn = true // cut back to committed on the next attempt
 		return fmt.Errorf("drop zone: write %s: %w", old, err)
 	}
@@ -243,27 +239,60 @@ func (t *Target) append(msgs []*bridge.Message) error {
 		return t.failed
 	}
 	if o.count+len(msgs) >= t.rollCount {
-		o.committed += int64(len(b.Data))
+		o.committed += n
 		o.count += len(msgs)
-		b.Commit()
+		commit()
 		return t.roll()
 	}
 	// Record the acknowledged length in the name, durably.
-	next := partialName(o.final, o.committed+int64(len(b.Data)))
+	next := partialName(o.final, o.committed+n)
 	if err := t.zone.Rename(o.onDisk, next); err != nil {
 		o.torn = true
 		return fmt.Errorf("drop zone: record length of %s: %w", old, err)
 	}
 	o.onDisk = next
-	o.committed += int64(len(b.Data))
+	o.committed += n
 	o.count += len(msgs)
-	b.Commit()
+	commit()
 	if err := t.zone.SyncDir("."); err != nil {
 		t.failed = bridge.Permanent(fmt.Errorf("drop zone: %w", err))
 		return t.failed
 	}
 	return nil
 }
+
+// write writes the records of msgs to f and returns how many bytes it
+// wrote and what to call once they are acknowledged. With format=raw the
+// payloads are copied one after the other, a Body streamed (in the kernel,
+// file to file, where the system can); a payload another format cannot
+// hold is an error matching bridge.ErrRejected.
+func (t *Target) write(f core.File, msgs []*bridge.Message) (int64, func(), error) {
+	if t.format == records.Raw {
+		var n int64
+		for _, m := range msgs {
+			k, err := m.CopyPayload(f)
+			n += k
+			if err != nil {
+				return n, nil, err
+			}
+		}
+		return n, func() {}, nil
+	}
+	payloads, ids := make([][]byte, len(msgs)), make([]string, len(msgs))
+	for i, m := range msgs {
+		payloads[i], ids[i] = m.Payload, m.ID
+	}
+	b, err := t.enc.Encode(payloads, ids)
+	if err != nil {
+		return 0, nil, err
+	}
+	n, err := f.Write(b.Data)
+	return int64(n), b.Commit, err
+}
+
+// StreamsBodies says that with format=raw the target copies a message's
+// Body itself (see bridge.BodyStreamer).
+func (t *Target) StreamsBodies() bool { return t.format == records.Raw }
 
 // cutOpen replaces the open file, which may hold bytes past its committed
 // length, by a copy of its committed content, and appends to that from

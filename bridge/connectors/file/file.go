@@ -32,6 +32,7 @@ import (
 
 	"github.com/mqb-project/mqb/bridge"
 	"github.com/mqb-project/mqb/bridge/internal/records"
+	"github.com/mqb-project/mqb/core"
 )
 
 // Schema is the option table of the file connector.
@@ -102,6 +103,7 @@ type source struct {
 	config
 	mu    sync.Mutex
 	f     *os.File
+	fi    fs.FileInfo // of f, when connected
 	rd    *records.Reader
 	size  int64
 	retry []*bridge.Message // nacked, delivered again first
@@ -116,7 +118,10 @@ var (
 
 func (s *source) Connect(ctx context.Context) error {
 	f, err := os.Open(s.path)
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
+		// A misspelt path: waiting for the file to appear only delays the error.
+		return bridge.Permanent(fmt.Errorf("open input: %w", err))
+	} else if err != nil {
 		return fmt.Errorf("open input: %w", err)
 	}
 	fi, err := f.Stat()
@@ -134,7 +139,7 @@ func (s *source) Connect(ctx context.Context) error {
 		f.Close()
 		return fmt.Errorf("open input %s: is a directory", s.path)
 	}
-	s.f, s.rd = f, records.NewReader(f, s.format, s.path, s.delim)
+	s.f, s.fi, s.rd = f, fi, records.NewReader(f, s.format, s.path, s.delim)
 	return nil
 }
 
@@ -147,6 +152,9 @@ func (s *source) ReadBatch(ctx context.Context, limit int) ([]*bridge.Message, b
 	n := min(limit, len(s.retry))
 	out := append([]*bridge.Message(nil), s.retry[:n]...)
 	s.retry = s.retry[n:]
+	if len(out) < limit && s.streamed() {
+		out = append(out, s.bodyMessage())
+	}
 	for len(out) < limit && s.err == nil && !s.eof {
 		rec, err := s.rd.Next()
 		if errors.Is(err, io.EOF) {
@@ -175,11 +183,41 @@ func (s *source) ReadBatch(ctx context.Context, limit int) ([]*bridge.Message, b
 	}, nil
 }
 
+// streamed reports whether the input is one raw payload larger than
+// bridge.StreamAbove, which goes out as a Body rather than being read.
+func (s *source) streamed() bool {
+	return !s.eof && s.err == nil && s.format == records.Raw && s.size > bridge.StreamAbove
+}
+
+// bodyMessage is the message of a large raw input: a Body that opens the
+// file again, checks it is the one connected, and reads exactly the size
+// it had then.
+func (s *source) bodyMessage() *bridge.Message {
+	s.eof = true
+	size, connected := s.size, s.fi
+	open := func() (io.ReadCloser, error) {
+		f, err := os.Open(s.path)
+		if err != nil {
+			return nil, fmt.Errorf("open input: %w", err)
+		}
+		if fi, err := f.Stat(); err != nil || !os.SameFile(fi, connected) {
+			f.Close()
+			return nil, fmt.Errorf("open input %s: it was replaced since the route started", s.path)
+		}
+		return core.ExactReadCloser(f, size, s.path), nil
+	}
+	meta := records.Meta(s.contentType, s.source, s.path, records.Record{})
+	return &bridge.Message{Body: &bridge.Body{Size: size, Open: open}, Metadata: meta}
+}
+
 func (s *source) Progress() (done, total int64, unit string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.rd == nil {
 		return 0, -1, "bytes"
+	}
+	if s.eof && s.size >= 0 {
+		return s.size, s.size, "bytes" // read to the end, or handed out as a Body
 	}
 	return s.rd.Offset(), s.size, "bytes"
 }
@@ -222,7 +260,9 @@ func (t *target) Connect(ctx context.Context) error {
 		flags |= os.O_TRUNC
 	}
 	f, err := os.OpenFile(t.path, flags, t.mode)
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) { // the directory is missing: mqb does not create it
+		return bridge.Permanent(fmt.Errorf("open output: %w", err))
+	} else if err != nil {
 		return fmt.Errorf("open output: %w", err)
 	}
 	fail := func(err error) error {
@@ -271,6 +311,9 @@ func (t *target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 	if t.failed != nil {
 		return t.failed
 	}
+	if t.format == records.Raw {
+		return t.writeRaw(msgs)
+	}
 	payloads, ids := make([][]byte, len(msgs)), make([]string, len(msgs))
 	for i, m := range msgs {
 		payloads[i], ids[i] = m.Payload, m.ID
@@ -284,22 +327,56 @@ func (t *target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 		data = append([]byte{'\n'}, data...)
 	}
 	if _, err := t.f.WriteAt(data, t.size); err != nil {
-		if terr := t.f.Truncate(t.size); terr != nil {
-			t.failed = bridge.Permanent(fmt.Errorf("append to %s: %w; then cutting off the partial batch failed: %w", t.path, err, terr))
-			return t.failed
-		}
+		return t.cutBack(err)
+	}
+	if err := t.commit(int64(len(data))); err != nil {
+		return err
+	}
+	t.sep = false
+	b.Commit()
+	return nil
+}
+
+// writeRaw appends the payloads of msgs one after the other, streaming
+// each Body (file to file in the kernel where the system can).
+func (t *target) writeRaw(msgs []*bridge.Message) error {
+	if _, err := t.f.Seek(t.size, io.SeekStart); err != nil {
 		return fmt.Errorf("append to %s: %w", t.path, err)
 	}
+	var n int64
+	for _, m := range msgs {
+		k, err := m.CopyPayload(t.f)
+		n += k
+		if err != nil {
+			return t.cutBack(err)
+		}
+	}
+	return t.commit(n)
+}
+
+// cutBack cuts off a batch whose append failed with err.
+func (t *target) cutBack(err error) error {
+	if terr := t.f.Truncate(t.size); terr != nil {
+		t.failed = bridge.Permanent(fmt.Errorf("append to %s: %w; then cutting off the partial batch failed: %w", t.path, err, terr))
+		return t.failed
+	}
+	return fmt.Errorf("append to %s: %w", t.path, err)
+}
+
+// commit makes the n bytes appended durable.
+func (t *target) commit(n int64) error {
 	if err := t.f.Sync(); err != nil {
 		// What reached the disk is unknown: do not write on top of it.
 		t.failed = bridge.Permanent(fmt.Errorf("sync %s: %w", t.path, err))
 		return t.failed
 	}
-	t.size += int64(len(data))
-	t.sep = false
-	b.Commit()
+	t.size += n
 	return nil
 }
+
+// StreamsBodies says that with format=raw the target copies a message's
+// Body itself (see bridge.BodyStreamer).
+func (t *target) StreamsBodies() bool { return t.format == records.Raw }
 
 func (t *target) Close(ctx context.Context, cause error) error {
 	if t.f == nil {

@@ -185,15 +185,21 @@ func NewTarget(env *bridge.Env, v *option.Values) (bridge.Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &target{env: env, enc: records.NewEncoder(v.String("format"), d, nil)}, nil
+	format := v.String("format")
+	return &target{env: env, raw: format == records.Raw, enc: records.NewEncoder(format, d, nil)}, nil
 }
 
 type target struct {
 	env *bridge.Env
+	raw bool // format=raw: payloads are copied as they are, a Body streamed
 	mu  sync.Mutex
 	out io.Writer
 	enc *records.Encoder
 }
+
+// StreamsBodies says that with format=raw the target copies a message's
+// Body itself (see bridge.BodyStreamer).
+func (t *target) StreamsBodies() bool { return t.raw }
 
 var _ bridge.Target = (*target)(nil)
 
@@ -208,6 +214,31 @@ func (t *target) Connect(ctx context.Context) error {
 func (t *target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if err := t.write(msgs); err != nil {
+		return err
+	}
+	if f, ok := t.out.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			if err := f.Sync(); err != nil {
+				return bridge.Permanent(fmt.Errorf("sync stdout: %w", err))
+			}
+		}
+	}
+	return nil
+}
+
+// write writes the records of msgs; with format=raw each payload as it is,
+// a Body streamed.
+func (t *target) write(msgs []*bridge.Message) error {
+	if t.raw {
+		for _, m := range msgs {
+			if _, err := m.CopyPayload(t.out); err != nil {
+				// Part of the batch may be out already and cannot be taken back.
+				return bridge.Permanent(fmt.Errorf("write to stdout: %w", err))
+			}
+		}
+		return nil
+	}
 	payloads, ids := make([][]byte, len(msgs)), make([]string, len(msgs))
 	for i, m := range msgs {
 		payloads[i], ids[i] = m.Payload, m.ID
@@ -221,13 +252,6 @@ func (t *target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 		return bridge.Permanent(fmt.Errorf("write to stdout: %w", err))
 	}
 	b.Commit()
-	if f, ok := t.out.(*os.File); ok {
-		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-			if err := f.Sync(); err != nil {
-				return bridge.Permanent(fmt.Errorf("sync stdout: %w", err))
-			}
-		}
-	}
 	return nil
 }
 

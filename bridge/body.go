@@ -1,0 +1,104 @@
+package bridge
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+)
+
+// StreamAbove is the payload size above which the sources that can stream
+// (a dir-spool, a drop zone and a file read with format=raw) leave a
+// payload where it is and give the message a Body instead of a Payload:
+// 1 MiB. Smaller payloads are read into memory, which is cheaper for them.
+const StreamAbove = 1 << 20
+
+// Body is a payload left where it is until a target reads it, so that a
+// payload of any size moves without being held in memory: between files of
+// backend-os, in the kernel (copy_file_range) where the system can.
+type Body struct {
+	// Size is the exact length of the payload.
+	Size int64
+	// Open returns a stream of exactly Size bytes from the start of the
+	// payload, failing with an error matching core.ErrPayloadSize when
+	// what it reads is not Size bytes long. It may be called again (after
+	// a failed write, for a retry); the caller closes each stream.
+	Open func() (io.ReadCloser, error)
+}
+
+// BodyStreamer is implemented by a target that reads the Body of a message
+// itself rather than its Payload. For any other target, and for a
+// pipeline, the route first reads each Body into Payload (Message.Load).
+type BodyStreamer interface {
+	StreamsBodies() bool
+}
+
+// streams reports whether t reads message bodies itself.
+func streams(t Target) bool {
+	s, ok := t.(BodyStreamer)
+	return ok && s.StreamsBodies()
+}
+
+// Len is the length of the payload, whether it is in Payload or a Body.
+func (m *Message) Len() int64 {
+	if m.Body != nil {
+		return m.Body.Size
+	}
+	return int64(len(m.Payload))
+}
+
+// OpenPayload returns a stream of the payload: of the Body when there is
+// one, else of Payload.
+func (m *Message) OpenPayload() (io.ReadCloser, error) {
+	if m.Body == nil {
+		return io.NopCloser(bytes.NewReader(m.Payload)), nil
+	}
+	return m.Body.Open()
+}
+
+// CopyPayload writes the payload to w, streaming a Body, and returns how
+// many bytes it wrote.
+func (m *Message) CopyPayload(w io.Writer) (int64, error) {
+	if m.Body == nil {
+		n, err := w.Write(m.Payload)
+		return int64(n), err
+	}
+	r, err := m.Body.Open()
+	if err != nil {
+		return 0, err
+	}
+	defer r.Close()
+	return io.Copy(w, r)
+}
+
+// Load reads a Body into Payload and drops the Body, for the targets and
+// processors that need the bytes. A message without a Body is left as it
+// is.
+func (m *Message) Load() error {
+	if m.Body == nil {
+		return nil
+	}
+	b := make([]byte, m.Body.Size)
+	r, err := m.Body.Open()
+	if err != nil {
+		return fmt.Errorf("message %s: read its payload: %w", m.ID, err)
+	}
+	defer r.Close()
+	if _, err := io.ReadFull(r, b); err != nil {
+		return fmt.Errorf("message %s: read its payload: %w", m.ID, err)
+	}
+	if _, err := r.Read(make([]byte, 1)); err != io.EOF {
+		return fmt.Errorf("message %s: read its payload: %w", m.ID, err)
+	}
+	m.Payload, m.Body = b, nil
+	return nil
+}
+
+// loadBodies loads the Body of every message of batch.
+func loadBodies(batch []*Message) error {
+	for _, m := range batch {
+		if err := m.Load(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

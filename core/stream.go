@@ -1,0 +1,245 @@
+package core
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+)
+
+// Payloads as streams. A consumer that calls SetStreamAbove leaves payloads
+// larger than its threshold on disk: the Delivery carries their Size, and
+// Open reads them. A producer writes a Message whose Body is set by copying
+// exactly Size bytes from it. Between two FS whose files can move bytes in
+// the kernel (backend-os on Linux: copy_file_range), the copy never passes
+// through user memory: exactReader hands the writing file an
+// *io.LimitedReader of the reading file, which it recognises.
+
+// ErrPayloadSize is matched by the error of a payload stream that ends
+// before its stated size, or goes on past it: the file was cut or grew
+// while it was read (chunks are immutable), or a Message.Body did not hold
+// Message.Size bytes.
+var ErrPayloadSize = errors.New("payload is not the size it was stated to be")
+
+// ExactReader returns a reader of exactly size bytes of r: it fails with an
+// error matching ErrPayloadSize when r ends sooner or has more. Its WriteTo
+// gives a writer that implements io.ReaderFrom an *io.LimitedReader of r
+// itself, so that a file can copy from a file in the kernel. name appears
+// in errors. An ExactReader of an ExactReader (or ExactReadCloser) of the
+// same size is that reader.
+func ExactReader(r io.Reader, size int64, name string) io.Reader {
+	if p, ok := r.(*payloadFile); ok {
+		r = p.Reader // an ExactReadCloser: its reader, which checks the size
+	}
+	if e, ok := r.(*exactReader); ok && e.left == size {
+		return e
+	}
+	return &exactReader{r: r, left: size, size: size, name: name}
+}
+
+type exactReader struct {
+	r          io.Reader
+	left, size int64
+	name       string
+	err        error // sticky once the end was checked or a size error seen
+	done       bool
+}
+
+func (e *exactReader) sizeErr(got string) error {
+	return fmt.Errorf("%s: %w: stated %d bytes, %s", e.name, ErrPayloadSize, e.size, got)
+}
+
+func (e *exactReader) Read(p []byte) (int, error) {
+	if e.done {
+		return 0, e.err
+	}
+	if e.left == 0 {
+		return 0, e.finish()
+	}
+	if int64(len(p)) > e.left {
+		p = p[:e.left]
+	}
+	n, err := e.r.Read(p)
+	e.left -= int64(n)
+	if err == io.EOF {
+		if e.left > 0 {
+			e.done, e.err = true, e.sizeErr(fmt.Sprintf("ended after %d", e.size-e.left))
+			return n, e.err
+		}
+		err = nil
+	}
+	return n, err
+}
+
+// finish checks that r ends where the size says, once all of it was read.
+func (e *exactReader) finish() error {
+	var one [1]byte
+	for range 100 {
+		n, err := e.r.Read(one[:])
+		switch {
+		case n > 0:
+			e.done, e.err = true, e.sizeErr("and it has more")
+		case err == io.EOF:
+			e.done, e.err = true, io.EOF
+		case err != nil:
+			return err
+		default:
+			continue // (0, nil): ask again, a bounded number of times
+		}
+		return e.err
+	}
+	return io.ErrNoProgress
+}
+
+// WriteTo copies what is left to w, through w's ReadFrom when it has one.
+func (e *exactReader) WriteTo(w io.Writer) (int64, error) {
+	rf, ok := w.(io.ReaderFrom)
+	if !ok || e.done {
+		return io.Copy(w, struct{ io.Reader }{e})
+	}
+	n, err := rf.ReadFrom(&io.LimitedReader{R: e.r, N: e.left})
+	e.left -= n
+	if err != nil {
+		return n, err
+	}
+	if e.left > 0 {
+		e.done, e.err = true, e.sizeErr(fmt.Sprintf("ended after %d", e.size-e.left))
+		return n, e.err
+	}
+	if err := e.finish(); err != io.EOF {
+		return n, err
+	}
+	return n, nil
+}
+
+// SetStreamAbove makes the consumer leave payloads larger than n bytes on
+// disk: their Delivery has Payload nil and Size set, and Open or ReadInto
+// reads them. 0, the default, reads every payload into Payload. It costs one
+// Stat per payload, so it is off unless asked for.
+func (c *Consumer) SetStreamAbove(n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.streamAbove = max(n, 0)
+}
+
+// loadPayload reads a payload, or only measures it when it is large and the
+// consumer streams large payloads (onDisk).
+func (c *Consumer) loadPayload(name string) (payload []byte, size int64, onDisk bool, err error) {
+	if c.streamAbove > 0 {
+		if size, onDisk, err = c.measure(name); err != nil || onDisk {
+			return nil, size, onDisk, err
+		}
+	}
+	payload, err = readFile(c.fsys, name, c.payHint)
+	return payload, int64(len(payload)), false, err
+}
+
+// measure stats a payload for a consumer that streams large ones: it
+// reports its size and whether it stays on disk. A name that is not a
+// regular file is left to readFile, which says why.
+func (c *Consumer) measure(name string) (size int64, onDisk bool, err error) {
+	fi, err := c.fsys.Stat(name)
+	if err != nil {
+		return 0, false, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() <= c.streamAbove {
+		return 0, false, nil
+	}
+	return fi.Size(), true, nil
+}
+
+// ExactReadCloser is ExactReader of rc that closes rc. Its WriteTo is the
+// ExactReader's, so io.Copy from it to a file of backend-os still reaches
+// the kernel copy when rc is a file.
+func ExactReadCloser(rc io.ReadCloser, size int64, name string) io.ReadCloser {
+	return &payloadFile{Reader: ExactReader(rc, size, name), c: rc}
+}
+
+// payloadFile is the stream of ExactReadCloser.
+type payloadFile struct {
+	io.Reader
+	c io.Closer
+}
+
+func (p *payloadFile) Close() error { return p.c.Close() }
+
+// WriteTo lets io.Copy reach the exact reader's WriteTo, and through it
+// the kernel copy.
+func (p *payloadFile) WriteTo(w io.Writer) (int64, error) {
+	return p.Reader.(io.WriterTo).WriteTo(w)
+}
+
+// Open returns a stream of the payload: of Payload when it was read, else
+// of the payload file, which fails with an error matching ErrPayloadSize
+// when the file no longer holds exactly Size bytes. Close it before acking
+// the delivery (a draining consumer then deletes the file). Several streams
+// may be open at once; each reads from the start.
+func (d *Delivery) Open() (io.ReadCloser, error) {
+	if d.fsys == nil || d.Payload != nil || d.Size == 0 {
+		return io.NopCloser(bytes.NewReader(d.Payload)), nil
+	}
+	f, err := d.fsys.Open(d.Name)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("open payload %s: %w (it was removed while in flight)", d.Name, err)
+		}
+		return nil, fmt.Errorf("open payload %s: %w", d.Name, err)
+	}
+	return ExactReadCloser(f, d.Size, d.Name), nil
+}
+
+// ReadInto reads the payload into buf, which the caller lends, growing it
+// only when it is too small, and returns buf[:Size]. It fails like Open.
+func (d *Delivery) ReadInto(buf []byte) ([]byte, error) {
+	if int64(cap(buf)) < d.Size {
+		buf = make([]byte, d.Size)
+	}
+	buf = buf[:d.Size]
+	if d.Payload != nil || d.fsys == nil {
+		return buf[:copy(buf, d.Payload)], nil
+	}
+	r, err := d.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
+	}
+	if _, err := r.Read(make([]byte, 1)); err != io.EOF {
+		return nil, err // more bytes than Size: ErrPayloadSize
+	}
+	return buf, nil
+}
+
+// writePayload writes the payload of m to f: Payload, or exactly Size
+// bytes of Body.
+func writePayload(f File, m *Message, name string) error {
+	if m.Body == nil {
+		_, err := f.Write(m.Payload)
+		return err
+	}
+	_, err := io.Copy(f, ExactReader(m.Body, m.Size, name))
+	return err
+}
+
+// payloadSize is the length of m's payload.
+func payloadSize(m *Message) int64 {
+	if m.Body != nil {
+		return m.Size
+	}
+	return int64(len(m.Payload))
+}
+
+// checkBodies refuses messages whose Body and Payload are both set, or
+// whose Size is negative.
+func checkBodies(msgs []Message) error {
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Body != nil && (m.Payload != nil || m.Size < 0) {
+			return fmt.Errorf("message %d (%s): a Body needs Payload nil and Size >= 0 (got %d payload bytes, size %d)", i, m.ID, len(m.Payload), m.Size)
+		}
+	}
+	return nil
+}
