@@ -14,31 +14,40 @@ import (
 // a producer's and a consumer's current shard directories and their parents.
 const dirCacheSize = 16
 
-// dirCache keeps O_PATH descriptors of the subdirectories that Rename,
-// Remove and Mkdir used last, so that a spool working in a shard directory
-// does not resolve (openat2) and close that directory again for every name
-// in it.
+// dirCache keeps descriptors of the subdirectories that calls used last,
+// so that a spool working in a shard directory does not resolve (openat2)
+// and close that directory again for every name in it. An FS has two: one
+// of O_PATH descriptors, through which every call but SyncDir reaches the
+// names in a directory, and one of readable descriptors for SyncDir (fsync
+// needs one).
 //
 // A kept descriptor stays on the directory it was resolved to. When that
 // directory is removed, by this FS or by another process (a consumer
-// removes drained shard directories), creating, renaming, linking or
-// removing an entry through the descriptor fails with ENOENT (ESTALE over
-// NFS): the kernel refuses new entries in a removed directory, and a
+// removes drained shard directories), creating, opening, renaming, linking
+// or removing an entry through the descriptor fails with ENOENT (ESTALE
+// over NFS): the kernel refuses new entries in a removed directory, and a
 // removed directory has no old ones (TestRemovedDirRefusesEntries checks
 // this). On those errors the callers drop the descriptor and try once more
 // on a fresh resolution (see inParent), so a directory that was removed and
 // made again is never used through the old descriptor, and the result is
-// the one a fresh resolution gives. The FS's own Remove, Rename and Mkdir
-// drop the descriptors they make out of date at once. SyncDir does not use
-// the cache: fsync of a removed directory succeeds, and would hide that the
-// directory to sync is another one.
+// the one a fresh resolution gives. fsync of a removed directory succeeds,
+// so SyncDir checks after each sync through a kept descriptor that the
+// directory still has a link (fstat): if not, it was removed, perhaps made
+// again, and SyncDir syncs a fresh resolution of the name. The FS's own
+// Remove, Rename and Mkdir drop the descriptors they make out of date at
+// once.
 //
-// What a descriptor cannot tell is that another process renamed its
-// directory: the FS keeps reaching the directory under its old name while
-// the descriptor is kept. The spool protocol never renames directories, and
-// without the cache the same happens when such a rename falls between the
-// resolution of a directory and the *at call that uses it. Either way no
-// symbolic link is followed and only entries of that directory are reached.
+// A kept descriptor never lets a name escape the root: it was resolved
+// beneath the root without following links, only single elements (never
+// "..", never a link: O_NOFOLLOW) are looked up through it, and a link
+// planted later at the directory's name means the directory was removed or
+// renamed first. What a descriptor cannot tell is that another process
+// renamed its directory: the FS keeps reaching the directory under its old
+// name while the descriptor is kept. The spool protocol never renames
+// directories, and without the cache the same happens when such a rename
+// falls between the resolution of a directory and the *at call that uses
+// it. Either way no symbolic link is followed and only entries of that
+// directory are reached.
 type dirCache struct {
 	mu      sync.Mutex
 	entries []*dirRef // least recently used first

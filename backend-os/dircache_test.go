@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -21,7 +22,8 @@ import (
 // cache relies on: through a descriptor of a directory that was removed,
 // even one made again under the same name, nothing can be created, renamed
 // or linked (ENOENT), so no data can land in the unlinked directory. fsync
-// of such a descriptor succeeds, which is why SyncDir does not use the cache.
+// of such a descriptor succeeds, which is why SyncDir checks the link count
+// of a kept descriptor after syncing through it.
 func TestRemovedDirRefusesEntries(t *testing.T) {
 	root := t.TempDir()
 	rootfd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -46,6 +48,11 @@ func TestRemovedDirRefusesEntries(t *testing.T) {
 			require.Equal(t, unix.ENOENT, unix.Renameat(rootfd, "src", dfd, "f"), "plain rename into")
 			require.Equal(t, unix.ENOENT, unix.Linkat(rootfd, "src", dfd, "f", 0), "link into")
 			require.Equal(t, unix.ENOENT, unix.Unlinkat(dfd, "f", 0), "unlink")
+			_, err = unix.Openat(dfd, "f", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			require.Equal(t, unix.ENOENT, err, "open for reading")
+			var st unix.Stat_t
+			require.NoError(t, unix.Fstat(dfd, &st))
+			require.Zero(t, st.Nlink, "a removed directory has no link: how SyncDir tells")
 			require.Equal(t, unix.ENOENT, unix.Renameat2(dfd, "f", rootfd, "g", unix.RENAME_NOREPLACE), "rename from")
 			require.NoError(t, unix.Unlinkat(rootfd, "src", 0))
 			entries, err := os.ReadDir(filepath.Join(root, "d"))
@@ -78,6 +85,16 @@ func TestDirCacheRemovedByOthers(t *testing.T) {
 			require.NoError(t, fsys.Remove("a/b/k"))
 			require.NoError(t, fsys.Mkdir("a/b/k.d"))
 			require.NoError(t, fsys.Remove("a/b/k.d"))
+			createFS(t, fsys, "a/b/r", "r")
+			require.Equal(t, "r", readFS(t, fsys, "a/b/r"))
+			require.NoError(t, fsys.Remove("a/b/r"))
+			require.NoError(t, fsys.SyncDir("a/b"))
+		}
+		inode := func(path string) uint64 {
+			t.Helper()
+			fi, err := os.Stat(path)
+			require.NoError(t, err)
+			return fi.Sys().(*syscall.Stat_t).Ino
 		}
 
 		use()
@@ -99,6 +116,24 @@ func TestDirCacheRemovedByOthers(t *testing.T) {
 
 		use()
 		remake()
+		writeFile(t, filepath.Join(dir, "o"), "new")
+		require.Equal(t, "new", readFS(t, fsys, "a/b/o"), "open in a directory made again")
+		require.NoError(t, os.Remove(filepath.Join(dir, "o")))
+
+		use()
+		remake()
+		createFS(t, fsys, "a/b/c", "x")
+		require.FileExists(t, filepath.Join(dir, "c"), "create in a directory made again")
+
+		use()
+		remake()
+		require.NoError(t, fsys.SyncDir("a/b"), "sync of a directory made again")
+		ino, kept := osfs.KeptSyncDirIno(fsys, "a/b")
+		require.True(t, kept)
+		require.Equal(t, inode(dir), ino, "SyncDir keeps the new directory, not the removed one")
+
+		use()
+		remake()
 		writeFile(t, filepath.Join(root, "top"), "x")
 		require.NoError(t, fsys.Rename("top", "a/b/top"), "rename into a directory made again")
 		require.FileExists(t, filepath.Join(dir, "top"))
@@ -109,6 +144,28 @@ func TestDirCacheRemovedByOthers(t *testing.T) {
 		requirePathErr(t, fsys.Rename("top", "a/b/top"), "top -> a/b/top", unix.ENOENT)
 		requirePathErr(t, fsys.Remove("a/b/u"), "a/b/u", unix.ENOENT)
 		requirePathErr(t, fsys.Mkdir("a/b/s"), "a/b/s", unix.ENOENT)
+		requirePathErr(t, fsys.SyncDir("a/b"), "a/b", unix.ENOENT)
+		_, err := fsys.Open("a/b/u")
+		requirePathErr(t, err, "a/b/u", unix.ENOENT)
+		_, err = fsys.CreateExcl("a/b/n")
+		requirePathErr(t, err, "a/b/n", unix.ENOENT)
+
+		// Replaced by a symbolic link to a directory outside the root:
+		// nothing is reached through it, kept descriptors or not.
+		outside := t.TempDir()
+		writeFile(t, filepath.Join(outside, "u"), "secret")
+		require.NoError(t, os.MkdirAll(dir, 0o700))
+		use()
+		require.NoError(t, os.RemoveAll(dir))
+		require.NoError(t, os.Symlink(outside, dir))
+		requirePathErr(t, fsys.SyncDir("a/b"), "a/b", osfs.ErrSymlink)
+		_, err = fsys.Open("a/b/u")
+		requirePathErr(t, err, "a/b/u", osfs.ErrSymlink)
+		_, err = fsys.CreateExcl("a/b/n")
+		requirePathErr(t, err, "a/b/n", osfs.ErrSymlink)
+		requirePathErr(t, fsys.Remove("a/b/u"), "a/b/u", osfs.ErrSymlink)
+		requireNotExist(t, filepath.Join(outside, "n"))
+		require.FileExists(t, filepath.Join(outside, "u"))
 	})
 }
 
@@ -171,6 +228,9 @@ func TestDirCacheMany(t *testing.T) {
 				}
 				if err == nil {
 					err = fsys.Rename(name+".tmp", name)
+				}
+				if err == nil {
+					err = fsys.SyncDir(d)
 				}
 				if err == nil {
 					err = fsys.Remove(name)

@@ -2,6 +2,8 @@
 
 package osfs
 
+import "golang.org/x/sys/unix"
+
 // Switches that make tests take the fallback paths on a kernel and
 // filesystem that would not need them.
 
@@ -22,3 +24,19 @@ func ForceNoProcFD(f *FS) { f.noProcFD = true }
 // RenamesDirectories reports whether f's Rename can move a directory: not
 // with link and unlink.
 func RenamesDirectories(f *FS) bool { return f.renamesDirs() }
+
+// KeptSyncDirIno returns the inode of the descriptor SyncDir keeps for
+// name, if it keeps one.
+func KeptSyncDirIno(f *FS, name string) (uint64, bool) {
+	f.syncDirs.mu.Lock()
+	defer f.syncDirs.mu.Unlock()
+	i := f.syncDirs.find(name)
+	if i < 0 {
+		return 0, false
+	}
+	var st unix.Stat_t
+	if unix.Fstat(f.syncDirs.entries[i].fd, &st) != nil {
+		return 0, false
+	}
+	return uint64(st.Ino), true
+}

@@ -20,14 +20,16 @@ import (
 func (f *FS) CreateExcl(name string) (core.File, error) {
 	var opened *file
 	err := f.do("create", name, func(rootfd int) error {
-		fd, err := f.openBeneath(rootfd, name,
-			unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|oLargefile, f.fileMode)
-		if err != nil {
-			return err
-		}
-		opened = newFile(fd, name)
-		opened.flush = f.flush
-		return nil
+		return f.inParent(rootfd, name, func(dirfd int, base string) error {
+			fd, err := openat(dirfd, base,
+				unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|oLargefile, f.fileMode)
+			if err != nil {
+				return err
+			}
+			opened = newFile(fd, name)
+			opened.flush = f.flush
+			return nil
+		})
 	}, name)
 	if err != nil {
 		return nil, err
@@ -38,25 +40,29 @@ func (f *FS) CreateExcl(name string) (core.File, error) {
 // Open opens the regular file name read-only. A symbolic link is never
 // followed (error matching ErrSymlink), and anything that is not a regular
 // file is refused with ErrNotRegular; opening a FIFO does not block. Close
-// the File: nothing else releases its descriptor.
+// the File: nothing else releases its descriptor. The File implements
+// core.SizedFile with the size the file had when it was opened.
 func (f *FS) Open(name string) (core.File, error) {
 	var opened *file
 	err := f.do("open", name, func(rootfd int) error {
-		fd, err := f.openBeneath(rootfd, name,
-			unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|oLargefile, 0)
-		if err != nil {
-			return err
-		}
-		if err := mustBeRegular(fd); err != nil {
-			unix.Close(fd)
-			return err
-		}
-		// The descriptor stays O_NONBLOCK: Linux ignores the flag for
-		// regular files, so clearing it would only cost a system call
-		// (file.Read clears it if a filesystem ever honours it).
-		opened = newFile(fd, name)
-		opened.flush = f.flush
-		return nil
+		return f.inParent(rootfd, name, func(dirfd int, base string) error {
+			fd, err := openat(dirfd, base,
+				unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|oLargefile, 0)
+			if err != nil {
+				return err
+			}
+			size, err := regularSize(fd)
+			if err != nil {
+				unix.Close(fd)
+				return err
+			}
+			// The descriptor stays O_NONBLOCK: Linux ignores the flag for
+			// regular files, so clearing it would only cost a system call
+			// (file.Read clears it if a filesystem ever honours it).
+			opened = newFile(fd, name)
+			opened.flush, opened.size = f.flush, size
+			return nil
+		})
 	}, name)
 	if err != nil {
 		return nil, err
@@ -64,17 +70,17 @@ func (f *FS) Open(name string) (core.File, error) {
 	return opened, nil
 }
 
-// mustBeRegular checks that fd, opened with O_NONBLOCK so that a FIFO could
-// not block the open, is a regular file.
-func mustBeRegular(fd int) error {
+// regularSize checks that fd, opened with O_NONBLOCK so that a FIFO could
+// not block the open, is a regular file, and returns its size.
+func regularSize(fd int) (int64, error) {
 	var st unix.Stat_t
 	if err := ignoringEINTR(func() error { return unix.Fstat(fd, &st) }); err != nil {
-		return err
+		return 0, err
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return ErrNotRegular
+		return 0, ErrNotRegular
 	}
-	return nil
+	return st.Size, nil
 }
 
 // clearNonblock makes fd, opened with O_NONBLOCK, blocking. Of the flags
@@ -96,9 +102,14 @@ type file struct {
 	flush Flush        // how Sync reaches the disk
 	mu    sync.RWMutex // held shared by I/O calls, exclusively by Close
 	fd    int          // -1 once closed
+	size  int64        // from Open: the size when opened; -1 otherwise
 }
 
-func newFile(fd int, name string) *file { return &file{name: name, fd: fd} }
+func newFile(fd int, name string) *file { return &file{name: name, fd: fd, size: -1} }
+
+// OpenSize returns the size the file had when Open opened it, or -1 for a
+// file from CreateExcl (core.SizedFile).
+func (f *file) OpenSize() int64 { return f.size }
 
 // Read reads up to len(p) bytes; at the end of the file it returns 0, io.EOF.
 func (f *file) Read(p []byte) (int, error) {

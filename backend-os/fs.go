@@ -27,11 +27,11 @@ var _ core.FS = (*FS)(nil)
 // New.) The root stays open, so the FS keeps working on the same directory
 // even if the root path is later renamed or replaced.
 //
-// Rename, Remove and Mkdir reach names in subdirectories through
-// descriptors of those directories kept from earlier calls (a few, the
-// most recently used), rather than resolving the directory each time. A
-// kept descriptor found to be of a removed directory is dropped and the
-// name resolved afresh, so nothing is ever put into a directory that was
+// Every call reaches names in subdirectories through descriptors of those
+// directories kept from earlier calls (a few, the most recently used),
+// rather than resolving the directory each time. A kept descriptor found
+// to be of a removed directory is dropped and the name resolved afresh, so
+// nothing is ever put into, read from or synced in a directory that was
 // removed, even one made again under the same name. A subdirectory that
 // another process renames is still reached under its old name while its
 // descriptor is kept; the spool protocol never renames directories.
@@ -56,7 +56,8 @@ type FS struct {
 	rootMu sync.RWMutex
 	rootfd int
 
-	dirs dirCache // descriptors of subdirectories, for Rename, Remove and Mkdir
+	dirs     dirCache // O_PATH descriptors of subdirectories, to reach names in them
+	syncDirs dirCache // readable descriptors of subdirectories, for SyncDir
 
 	mu      sync.Mutex // guards watcher and closed
 	watcher *watcher
@@ -130,6 +131,7 @@ func (f *FS) Close() error {
 		return &fs.PathError{Op: "close", Path: f.root, Err: fs.ErrClosed}
 	}
 	f.dirs.close()
+	f.syncDirs.close()
 	return pathErr("close", f.root, unix.Close(fd))
 }
 
@@ -177,8 +179,8 @@ func (f *FS) Rename(oldname, newname string) error {
 			if err == nil {
 				// Had oldname been a directory, kept descriptors of it
 				// and below would now be reached under the wrong names.
-				f.dirs.forget(oldname)
-				f.dirs.forget(newname)
+				f.forgetDir(oldname)
+				f.forgetDir(newname)
 			}
 			if !(from.cached || to.cached) || !mayBeStale(err) {
 				return err // else as inParent: try again, resolving afresh
@@ -204,8 +206,8 @@ func linkRename(odir int, obase string, ndir int, nbase string, why error) error
 		}
 		return lerr
 	}
-	if uerr := ignoringEINTR(func() error { return unix.Unlinkat(odir, obase, 0) }); uerr != nil {
-		_ = unix.Unlinkat(ndir, nbase, 0) // undo, so that only the old name is left
+	if uerr := ignoringEINTR(func() error { return sysUnlinkat(odir, obase, 0) }); uerr != nil {
+		_ = sysUnlinkat(ndir, nbase, 0) // undo, so that only the old name is left
 		return uerr
 	}
 	return nil
@@ -217,11 +219,11 @@ func linkRename(odir int, obase string, ndir int, nbase string, why error) error
 func (f *FS) Remove(name string) error {
 	return f.do("remove", name, func(rootfd int) error {
 		return f.inParent(rootfd, name, func(dirfd int, base string) error {
-			err := ignoringEINTR(func() error { return unix.Unlinkat(dirfd, base, 0) })
+			err := ignoringEINTR(func() error { return sysUnlinkat(dirfd, base, 0) })
 			if err == unix.EISDIR {
-				err = ignoringEINTR(func() error { return unix.Unlinkat(dirfd, base, unix.AT_REMOVEDIR) })
+				err = ignoringEINTR(func() error { return sysUnlinkat(dirfd, base, unix.AT_REMOVEDIR) })
 				if err == nil {
-					f.dirs.forget(name)
+					f.forgetDir(name)
 				}
 			}
 			return err
@@ -235,9 +237,9 @@ func (f *FS) Remove(name string) error {
 func (f *FS) Mkdir(name string) error {
 	return f.do("mkdir", name, func(rootfd int) error {
 		return f.inParent(rootfd, name, func(dirfd int, base string) error {
-			err := ignoringEINTR(func() error { return unix.Mkdirat(dirfd, base, f.dirMode) })
+			err := ignoringEINTR(func() error { return sysMkdirat(dirfd, base, f.dirMode) })
 			if err == nil {
-				f.dirs.forget(name) // anything kept under this name is of a removed directory
+				f.forgetDir(name) // anything kept under this name is of a removed directory
 			}
 			return err
 		})
@@ -252,13 +254,43 @@ func (f *FS) SyncDir(name string) error {
 }
 
 func (f *FS) fsyncDir(rootfd int, name string) error {
-	fd := rootfd
-	if name != "." {
-		var err error
-		if fd, err = f.openBeneath(rootfd, name, unix.O_RDONLY|unix.O_DIRECTORY, 0); err != nil {
+	if name == "." {
+		return syncFD(rootfd, f.flush)
+	}
+	for fresh := false; ; fresh = true {
+		d, cached, err := f.syncDirs.get(name, fresh, func() (int, error) {
+			return f.openBeneath(rootfd, name, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		})
+		if err != nil {
 			return err
 		}
-		defer unix.Close(fd)
+		err = syncFD(d.fd, f.flush)
+		// fsync of a removed directory succeeds: only after the sync is it
+		// known that the kept descriptor still was the directory at name
+		// (the directory cannot have been made again under it before
+		// being removed). A removed one is dropped and name resolved afresh.
+		stale := err == nil && cached && dirRemoved(d.fd)
+		f.syncDirs.put(d)
+		if !stale {
+			return err
+		}
 	}
-	return syncFD(fd, f.flush)
+}
+
+// dirRemoved reports whether the directory fd has been removed: its link
+// count is 0, or (NFS) its handle is stale.
+func dirRemoved(fd int) bool {
+	var st unix.Stat_t
+	err := ignoringEINTR(func() error { return unix.Fstat(fd, &st) })
+	if err != nil {
+		return true // resolve afresh, which reports what is wrong
+	}
+	return st.Nlink == 0
+}
+
+// forgetDir drops every kept descriptor of name and of the directories
+// below it.
+func (f *FS) forgetDir(name string) {
+	f.dirs.forget(name)
+	f.syncDirs.forget(name)
 }

@@ -36,7 +36,7 @@ func (f *FS) Lock(name string) (core.Claim, error) {
 		if err != nil {
 			return err
 		}
-		err = mustBeRegular(fd)
+		_, err = regularSize(fd)
 		if err == nil {
 			err = clearNonblock(fd) // the claim is an *os.File, kept blocking
 		}

@@ -52,7 +52,7 @@ func walkDir(rootfd int, dir string) (int, error) {
 
 func openat(dirfd int, name string, flags int, mode uint32) (int, error) {
 	for {
-		fd, err := unix.Openat(dirfd, name, flags, mode)
+		fd, err := sysOpenat(dirfd, name, flags, mode)
 		if err == unix.EMLINK && flags&unix.O_NOFOLLOW != 0 {
 			// FreeBSD's answer to O_NOFOLLOW on a link; open(2) has
 			// no other use for EMLINK.
@@ -106,7 +106,10 @@ func (f *FS) release(p parent) {
 // element. When op fails through a kept descriptor in a way that can mean
 // the directory was removed since (see dirCache), it runs op again on a
 // fresh resolution; failing had no effect, so the result is the one a
-// fresh resolution gives.
+// fresh resolution gives. An ENOENT through a directory that still has a
+// link is the name's own (a removed directory never gets its link back),
+// so a consumer looking for a chunk that is not there yet pays one fstat
+// rather than a fresh resolution.
 func (f *FS) inParent(rootfd int, name string, op func(dirfd int, base string) error) error {
 	for fresh := false; ; fresh = true {
 		p, err := f.parentAt(rootfd, name, fresh)
@@ -114,8 +117,9 @@ func (f *FS) inParent(rootfd int, name string, op func(dirfd int, base string) e
 			return err
 		}
 		err = op(p.fd, p.base)
+		stale := p.cached && mayBeStale(err) && (err != unix.ENOENT || dirRemoved(p.fd))
 		f.release(p)
-		if !p.cached || !mayBeStale(err) {
+		if !stale {
 			return err
 		}
 	}

@@ -70,7 +70,7 @@ func (f *FS) renameNoReplace(odir int, obase string, ndir int, nbase string) err
 		return linkRename(odir, obase, ndir, nbase, nil)
 	}
 	err := ignoringEINTR(func() error {
-		return unix.Renameat2(odir, obase, ndir, nbase, unix.RENAME_NOREPLACE)
+		return sysRenameat2(odir, obase, ndir, nbase, unix.RENAME_NOREPLACE)
 	})
 	if err != unix.EINVAL && err != unix.ENOSYS {
 		return err

@@ -98,26 +98,65 @@ func readAll(fsys FS, name string) ([]byte, error) { return readFile(fsys, name,
 // maxReadHint bounds the size guess readFile trusts without a Stat.
 const maxReadHint = 64 << 10
 
-// readFile reads the whole file name. When hint (the size the caller
+// readFile reads the whole file name into a new buffer. A SizedFile is
+// read into a buffer of its size. Otherwise, when hint (the size the caller
 // expects, such as the size of the previous payload) is between 1 and
 // maxReadHint it skips the Stat and reads into a buffer of that size,
 // finding the real size only when the file is larger.
 func readFile(fsys FS, name string, hint int) ([]byte, error) {
+	return readInto(fsys, name, hint, nil)
+}
+
+// readInto is readFile reading into scratch when it is large enough, for
+// bytes the caller decodes and drops: the result then shares scratch's
+// memory.
+func readInto(fsys FS, name string, hint int, scratch []byte) ([]byte, error) {
 	f, err := fsys.Open(name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if sf, ok := f.(SizedFile); ok {
+		if size := sf.OpenSize(); size >= 0 && size < 1<<30 {
+			return readSized(f, int(size), scratch)
+		}
+	}
+	return readGrowing(f, hint, scratch)
+}
+
+// readSized reads a file that had size bytes when it was opened into a
+// buffer of exactly that size, without a read that only finds the end. A
+// file that shrank since is read to its end, one that grew to its size
+// when opened: either way what a reader racing the writer could see.
+func readSized(f File, size int, scratch []byte) ([]byte, error) {
+	buf := scratch[:0]
+	if cap(buf) < size {
+		buf = make([]byte, size)
+	}
+	buf = buf[:size]
+	n, err := io.ReadFull(f, buf)
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		err = nil
+	}
+	return buf[:n], err
+}
+
+// readGrowing reads f to its end into a buffer of the hinted size (see
+// readFile), growing it as needed.
+func readGrowing(f File, hint int, scratch []byte) ([]byte, error) {
 	size, statted := hint, false
 	if hint <= 0 || hint > maxReadHint {
 		size, statted = statSize(f), true
 	}
-	buf := make([]byte, 0, size+1) // +1 so that a read sees EOF without growing
+	buf := scratch[:0]
+	if cap(buf) < size+1 {
+		buf = make([]byte, 0, size+1) // +1 so that a read sees EOF without growing
+	}
 	for {
 		n, err := f.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if err == io.EOF {
-			if !statted && cap(buf) > 4096 && len(buf) < cap(buf)/2 {
+			if scratch == nil && !statted && cap(buf) > 4096 && len(buf) < cap(buf)/2 {
 				buf = append([]byte(nil), buf...) // do not hand out a mostly empty guess
 			}
 			return buf, nil

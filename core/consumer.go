@@ -49,12 +49,15 @@ type Consumer struct {
 	pending  []string    // listed payloads not yet delivered, in order
 	retry    []*Delivery // nacked, delivered again first, in order
 	inflight map[string]*Delivery
-	settled  chan struct{} // closed and replaced on every ack or nack
+	settled  chan struct{} // closed and replaced on an ack or nack once a Read waits on it
+	waited   bool          // a Read took settled to wait on
 	watches  map[string]DirWatch
 	closed   bool
 
-	payHint, sideHint int   // sizes of the last payload and sidecar read
-	streamAbove       int64 // payloads larger stay on disk (SetStreamAbove); 0: none
+	payHint, sideHint int         // sizes of the last payload and sidecar read
+	streamAbove       int64       // payloads larger stay on disk (SetStreamAbove); 0: none
+	sideBuf           []byte      // the last sidecar read: decoded, then reused
+	strs              internTable // metadata strings shared between deliveries
 
 	resume resumeState // the ack frontier kept in the CONSUMER record (resume.go)
 
@@ -72,6 +75,7 @@ func OpenConsumer(fsys FS, o Options) (*Consumer, error) {
 	c := &Consumer{
 		fsys: fsys, opts: o, layout: l, destructive: o.DrainOnRead,
 		inflight: map[string]*Delivery{}, settled: make(chan struct{}), watches: map[string]DirWatch{},
+		strs: internTable{},
 	}
 	if c.destructive && o.Claims {
 		cl, prev, err := acquireClaim(fsys, o.Path, ConsumerFile, "consumer")
@@ -142,6 +146,7 @@ func (c *Consumer) Read(ctx context.Context, limit int) ([]*Delivery, error) {
 		}
 		newWatch := c.refreshWatches()
 		settled := c.settled
+		c.waited = true
 		chans := make([]<-chan struct{}, 0, len(c.watches))
 		for _, w := range c.watches {
 			chans = append(chans, w.C())
@@ -422,6 +427,11 @@ func (h *nameHeap) Pop() any {
 
 // load reads a payload and its sidecar.
 func (c *Consumer) load(name string) (*Delivery, error) {
+	return c.loadChunk(name, c.layout.SidecarOf(name))
+}
+
+// loadChunk is load with the sidecar's name ("" without sidecars).
+func (c *Consumer) loadChunk(name, sidecar string) (*Delivery, error) {
 	payload, size, onDisk, err := c.loadPayload(name)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -440,10 +450,13 @@ func (c *Consumer) load(name string) (*Delivery, error) {
 		d.Metadata = map[string]string{}
 		return d, nil
 	}
-	d.sidecar = c.layout.SidecarOf(name)
-	b, err := readFile(c.fsys, d.sidecar, c.sideHint)
+	d.sidecar = sidecar
+	b, err := readInto(c.fsys, d.sidecar, c.sideHint, c.sideBuf)
 	if err == nil {
 		c.sideHint = len(b)
+		if cap(b) <= maxReadHint {
+			c.sideBuf = b // decoding copies what it keeps
+		}
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		d.Metadata = map[string]string{}
@@ -452,7 +465,7 @@ func (c *Consumer) load(name string) (*Delivery, error) {
 	if err == nil {
 		var id string
 		var md map[string]string
-		if id, md, err = decodeSidecar(b); err == nil {
+		if id, md, err = decodeSidecar(b, c.strs); err == nil {
 			d.MessageID, d.Metadata = id, md
 			return d, nil
 		}
@@ -562,8 +575,11 @@ func (c *Consumer) Nack(ds ...*Delivery) error {
 }
 
 func (c *Consumer) signal() {
+	if !c.waited {
+		return // nobody holds the channel: no need for a new one per ack
+	}
 	close(c.settled)
-	c.settled = make(chan struct{})
+	c.settled, c.waited = make(chan struct{}), false
 }
 
 // Close releases the claim. Deliveries still in flight stay on disk and are

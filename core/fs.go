@@ -22,7 +22,8 @@ import (
 //
 // Optional abilities are separate interfaces found by type assertion:
 // DirWatcher (wake-ups on new entries), DirScanner and DirInfoScanner
-// (streamed listings) and FSSyncer (one flush for the whole filesystem).
+// (streamed listings) and FSSyncer (one flush for the whole filesystem); a
+// File may be a SizedFile.
 type FS interface {
 	// CreateExcl creates name for writing. It fails with fs.ErrExist when
 	// name already exists (even as a dangling symlink), and with
@@ -132,6 +133,16 @@ type DirInfoScanner interface {
 	// link is described, not followed). An entry removed while the
 	// directory is read may be left out. fn must not call the FS.
 	ScanDirInfo(name string, fn func(fs.FileInfo)) error
+}
+
+// SizedFile is implemented by a File from FS.Open that learned its size as
+// it was opened (backend-os does, from the fstat that checks it is a
+// regular file), so that reading a whole file costs neither a Stat nor a
+// read that only finds the end.
+type SizedFile interface {
+	// OpenSize returns the file's size when it was opened, or -1 when it
+	// is not known.
+	OpenSize() int64
 }
 
 // FSSyncer is implemented by an FS that can flush every written file at

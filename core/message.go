@@ -59,18 +59,24 @@ func NewMessageID() string {
 // json.MarshalIndent(sidecar{id, md}, "", "  ") plus a newline, written by
 // hand because this runs for every message.
 func encodeSidecar(id string, md map[string]string) []byte {
+	return appendSidecar(nil, id, md)
+}
+
+// appendSidecar appends the sidecar of a message to b.
+func appendSidecar(b []byte, id string, md map[string]string) []byte {
 	n := 64 + len(id)
 	for k, v := range md {
 		n += len(k) + len(v) + 12
 	}
-	b := make([]byte, 0, n)
+	b = slices.Grow(b, n)
 	b = append(b, "{\n  \"message_id\": "...)
 	b = appendJSONString(b, id)
 	if len(md) == 0 {
 		return append(b, ",\n  \"metadata\": {}\n}\n"...)
 	}
 	b = append(b, ",\n  \"metadata\": {"...)
-	keys := make([]string, 0, len(md))
+	var few [16]string // on the stack for the usual few keys
+	keys := few[:0]
 	for k := range md {
 		keys = append(keys, k)
 	}
@@ -117,9 +123,10 @@ func appendMarshaled(b []byte, s string) []byte {
 
 // decodeSidecar parses a sidecar. Unknown top-level keys are allowed (other
 // producers may add them); message_id must be a string when present and
-// metadata an object of strings.
-func decodeSidecar(b []byte) (id string, md map[string]string, err error) {
-	if id, md, ok := decodeSidecarFast(b); ok {
+// metadata an object of strings. Metadata keys and values come from strs
+// when it holds them (nil: none).
+func decodeSidecar(b []byte, strs internTable) (id string, md map[string]string, err error) {
+	if id, md, ok := decodeSidecarFast(b, strs); ok {
 		return id, md, nil
 	}
 	return decodeSidecarJSON(b)
@@ -154,8 +161,8 @@ func decodeSidecarJSON(b []byte) (id string, md map[string]string, err error) {
 // null), once each, with strings that hold no escapes and are valid UTF-8.
 // For anything else it reports !ok and decodeSidecarJSON decides; when ok,
 // the result is what decodeSidecarJSON would return.
-func decodeSidecarFast(b []byte) (id string, md map[string]string, ok bool) {
-	s := sidecarScanner{b: b}
+func decodeSidecarFast(b []byte, strs internTable) (id string, md map[string]string, ok bool) {
+	s := sidecarScanner{b: b, strs: strs}
 	if !s.byte('{') {
 		return "", nil, false
 	}
@@ -170,14 +177,16 @@ func decodeSidecarFast(b []byte) (id string, md map[string]string, ok bool) {
 				return "", nil, false
 			}
 			switch {
-			case key == "message_id" && !seenID:
+			case string(key) == "message_id" && !seenID:
 				seenID = true
 				if !s.null() {
-					if id, ok = s.str(); !ok {
+					v, ok := s.str()
+					if !ok {
 						return "", nil, false
 					}
+					id = string(v)
 				}
-			case key == "metadata" && !seenMD:
+			case string(key) == "metadata" && !seenMD:
 				seenMD = true
 				if !s.null() && !s.stringMap(md) {
 					return "", nil, false
@@ -200,8 +209,35 @@ func decodeSidecarFast(b []byte) (id string, md map[string]string, ok bool) {
 
 // sidecarScanner reads the restricted JSON of decodeSidecarFast.
 type sidecarScanner struct {
-	b []byte
-	i int
+	b    []byte
+	i    int
+	strs internTable
+}
+
+// internTable hands out one string for the metadata keys and values that
+// sidecar after sidecar repeat (content types, sources, header names), so
+// that decoding a sidecar allocates only what differs, mostly the message
+// id. It keeps at most internMax strings of at most internLen bytes.
+type internTable map[string]string
+
+const (
+	internMax = 256
+	internLen = 64
+)
+
+// get returns b as a string, the kept one when there is one.
+func (t internTable) get(b []byte) string {
+	if len(b) > internLen || t == nil {
+		return string(b)
+	}
+	if s, ok := t[string(b)]; ok { // no allocation for the lookup
+		return s
+	}
+	s := string(b)
+	if len(t) < internMax {
+		t[s] = s
+	}
+	return s
 }
 
 func (s *sidecarScanner) space() {
@@ -240,10 +276,11 @@ func (s *sidecarScanner) null() bool {
 	return false
 }
 
-// str reads a string without escapes or control characters.
-func (s *sidecarScanner) str() (string, bool) {
+// str reads a string without escapes or control characters; the bytes
+// are those of s.b.
+func (s *sidecarScanner) str() ([]byte, bool) {
 	if !s.byte('"') {
-		return "", false
+		return nil, false
 	}
 	start := s.i
 	ascii := true
@@ -254,16 +291,16 @@ func (s *sidecarScanner) str() (string, bool) {
 			v := s.b[start:s.i]
 			s.i++
 			if !ascii && !utf8.Valid(v) {
-				return "", false
+				return nil, false
 			}
-			return string(v), true
+			return v, true
 		case c == '\\' || c < 0x20:
-			return "", false
+			return nil, false
 		case c >= utf8.RuneSelf:
 			ascii = false
 		}
 	}
-	return "", false
+	return nil, false
 }
 
 // stringMap reads an object of strings into md.
@@ -283,7 +320,7 @@ func (s *sidecarScanner) stringMap(md map[string]string) bool {
 		if !ok {
 			return false
 		}
-		md[k] = v
+		md[s.strs.get(k)] = s.strs.get(v)
 		if s.byte(',') {
 			continue
 		}

@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"math"
 	"path"
 	"strconv"
 	"strings"
@@ -222,10 +223,11 @@ func (l *Layout) chunkNames(seq uint64, atomic bool) (dir, payload, payTmp, side
 		}
 		return l.Dir(seq), payload, payTmp, sidecar, sideTmp
 	}
-	// dir/leaf<payloadTail>.tmp, built once; the other names are slices
-	// of it or of its sidecar twin.
-	n := l.digits + l.depth + len(l.payloadTail) + len(TmpSuffix)
-	b := make([]byte, 0, n)
+	// dir/leaf<payloadTail>[.tmp] then dir/leaf<metaTail>[.tmp], built in
+	// one buffer (on the stack unless the extensions are long) and made
+	// one string: every name is a slice of it.
+	var buf [128]byte
+	b := buf[:0]
 	for i := range l.digits {
 		if l.depth > 0 && i > 0 && i%l.width == 0 && i/l.width <= l.depth {
 			b = append(b, '/')
@@ -238,26 +240,29 @@ func (l *Layout) chunkNames(seq uint64, atomic bool) (dir, payload, payTmp, side
 	}
 	stem := len(b)
 	b = append(b, l.payloadTail...)
-	final := len(b)
+	payEnd := len(b)
 	if atomic {
 		b = append(b, TmpSuffix...)
 	}
-	payTmp = string(b)
-	payload = payTmp[:final]
+	sideStart, sideEnd := len(b), len(b)
+	if l.metaExt != "" {
+		b = append(b, b[:stem]...)
+		b = append(b, l.metaTail...)
+		sideEnd = len(b)
+		if atomic {
+			b = append(b, TmpSuffix...)
+		}
+	}
+	all := string(b)
+	payload, payTmp = all[:payEnd], all[:sideStart]
 	dir = "."
 	if l.depth > 0 {
-		dir = payTmp[:l.depth*(l.width+1)-1]
+		dir = all[:l.depth*(l.width+1)-1]
 	}
 	if l.metaExt == "" {
 		return dir, payload, payTmp, "", ""
 	}
-	b = append(b[:stem], l.metaTail...)
-	final = len(b)
-	if atomic {
-		b = append(b, TmpSuffix...)
-	}
-	sideTmp = string(b)
-	return dir, payload, payTmp, sideTmp[:final], sideTmp
+	return dir, payload, payTmp, all[sideStart:sideEnd], all[sideStart:]
 }
 
 // IsShardDir reports whether name is a valid shard directory name at any
@@ -291,23 +296,55 @@ func (l *Layout) ParseLeaf(dir, name string) (seq uint64, kind ChunkKind, ok boo
 	if kind == 0 || !allDigits(digits) {
 		return 0, 0, false
 	}
-	if l.depth > 0 {
-		prefix := strings.ReplaceAll(dir, "/", "")
-		if len(prefix) != l.depth*l.width || !allDigits(prefix) || strings.Count(dir, "/") != l.depth-1 {
-			return 0, 0, false
-		}
-		digits = prefix + digits
-	} else if dir != "." {
+	// The number is the directory's digits then the leaf's, read without
+	// building a string: this runs for every name a consumer lists or opens.
+	v, ok := l.dirNumber(dir)
+	if !ok {
 		return 0, 0, false
 	}
-	v, err := strconv.ParseUint(digits, 10, 64)
-	if err != nil {
-		return 0, 0, false
+	for i := 0; i < len(digits); i++ {
+		if v, ok = appendDigit(v, digits[i]); !ok {
+			return 0, 0, false
+		}
 	}
 	if tmp {
 		kind += 2 // KindPayload -> KindPayloadTmp, KindSidecar -> KindSidecarTmp
 	}
 	return v, kind, true
+}
+
+// dirNumber returns the number the digits of a leaf directory's name
+// spell: 0 for the root of a flat layout, !ok for a directory that is not
+// a leaf of the layout.
+func (l *Layout) dirNumber(dir string) (v uint64, ok bool) {
+	if l.depth == 0 {
+		return 0, dir == "."
+	}
+	n, slashes := 0, 0
+	for i := 0; i < len(dir); i++ {
+		switch c := dir[i]; {
+		case c == '/':
+			slashes++
+		case c >= '0' && c <= '9':
+			if v, ok = appendDigit(v, c); !ok {
+				return 0, false
+			}
+			n++
+		default:
+			return 0, false
+		}
+	}
+	return v, n == l.depth*l.width && slashes == l.depth-1
+}
+
+// appendDigit returns v*10 plus the decimal digit c, or !ok when that
+// overflows a uint64 (where strconv.ParseUint fails with ErrRange).
+func appendDigit(v uint64, c byte) (uint64, bool) {
+	d := uint64(c - '0')
+	if v > (math.MaxUint64-d)/10 {
+		return 0, false
+	}
+	return v*10 + d, true
 }
 
 // Parse parses a path relative to the root.

@@ -2,6 +2,8 @@ package core
 
 import (
 	"errors"
+	"path"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -168,6 +170,68 @@ func TestChunkNamesAgree(t *testing.T) {
 					payTmp != wantTmp(l.Payload(seq)) || sideTmp != wantTmp(l.Sidecar(seq)) {
 					t.Errorf("%+v seq %d atomic %v: chunkNames = %q %q %q %q %q; want dir %q payload %q sidecar %q",
 						tc, seq, atomic, dir, pay, payTmp, side, sideTmp, l.Dir(seq), l.Payload(seq), l.Sidecar(seq))
+				}
+			}
+		}
+	}
+}
+
+func TestJoinPathAsPathJoin(t *testing.T) {
+	for _, dir := range []string{".", "", "a", "a/b", "000/001", "a/", "./a", "a//b"} {
+		for _, name := range []string{"x", "000000001.bin", ".", "..", "", "b/c", "..x", ".x"} {
+			want := path.Join(dir, name)
+			if dir == "." || dir == "" {
+				want = name
+			}
+			if got := joinPath(dir, name); got != want {
+				t.Errorf("joinPath(%q, %q) = %q; path.Join gives %q", dir, name, got, want)
+			}
+		}
+	}
+}
+
+// TestParseLeafAsBefore checks the allocation-free number reading of
+// ParseLeaf against the string-building one it replaced, on names of every
+// shape, odd directories included.
+func TestParseLeafAsBefore(t *testing.T) {
+	reference := func(l *Layout, dir, digits string) (uint64, bool) {
+		if l.depth > 0 {
+			prefix := strings.ReplaceAll(dir, "/", "")
+			if len(prefix) != l.depth*l.width || !allDigits(prefix) || strings.Count(dir, "/") != l.depth-1 {
+				return 0, false
+			}
+			digits = prefix + digits
+		} else if dir != "." {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(digits, 10, 64)
+		return v, err == nil
+	}
+	layouts := []struct {
+		pattern      string
+		depth, width int
+	}{{"{seq:09}", 0, 3}, {"{seq:09}", 2, 3}, {"{seq:05}", 4, 1}, {"{seq:019}", 2, 3}, {"{seq:019}", 0, 3}}
+	dirs := []string{".", "000", "000/001", "00/0001", "/000001", "000/00a", "000//01", "1/2/3/4", "123/456/789", "999/999", "184/467"}
+	leaves := []string{"000000001", "001", "1", "9999999999999999999", "0000000000000000001", "9999999999999", "99999999999999", "0a1", "5", "00000000000000000001"}
+	for _, lt := range layouts {
+		l, err := NewLayout(lt.pattern, lt.depth, lt.width, ".bin", ".json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dir := range dirs {
+			for _, leaf := range leaves {
+				for _, ext := range []string{".bin", ".json.tmp"} {
+					seq, _, ok := l.ParseLeaf(dir, leaf+ext)
+					if len(leaf) != l.leafDigits {
+						if ok {
+							t.Errorf("%s depth %d: ParseLeaf(%q, %q) accepted a leaf of the wrong width", lt.pattern, lt.depth, dir, leaf+ext)
+						}
+						continue
+					}
+					want, wok := reference(l, dir, leaf)
+					if ok != wok || seq != want {
+						t.Errorf("%s depth %d: ParseLeaf(%q, %q) = %d %v; before: %d %v", lt.pattern, lt.depth, dir, leaf+ext, seq, ok, want, wok)
+					}
 				}
 			}
 		}

@@ -123,16 +123,16 @@ func TestSidecarShape(t *testing.T) {
 	if !strings.Contains(string(b), `"metadata": {}`) {
 		t.Fatalf("empty metadata must be an object: %s", b)
 	}
-	id, md, err := decodeSidecar(b)
+	id, md, err := decodeSidecar(b, nil)
 	if err != nil || id != "x" || len(md) != 0 {
 		t.Fatalf("decode = %q %v %v", id, md, err)
 	}
 	for _, bad := range []string{``, `[]`, `{"message_id": 5}`, `{"metadata": {"a": 1}}`, `{"metadata": []}`, `{} {}`, `{"message_id": "a"`} {
-		if _, _, err := decodeSidecar([]byte(bad)); err == nil {
+		if _, _, err := decodeSidecar([]byte(bad), nil); err == nil {
 			t.Errorf("decodeSidecar(%q) accepted", bad)
 		}
 	}
-	if id, md, err := decodeSidecar([]byte(`{"metadata": {"a": "b"}, "extra": true}`)); err != nil || id != "" || md["a"] != "b" {
+	if id, md, err := decodeSidecar([]byte(`{"metadata": {"a": "b"}, "extra": true}`), nil); err != nil || id != "" || md["a"] != "b" {
 		t.Errorf("lenient decode = %q %v %v", id, md, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,9 @@ type Producer struct {
 	failed   error // sticky: set after a failed sync or undo
 	closed   bool
 	madeDirs map[string]bool // shard directories known to exist
+	sideBuf  []byte          // the last sidecar written, reused for the next
+	chunkBuf []chunkFiles    // the last batch's names (nameChunks)
+	dirBuf   []string        // and its directories
 
 	use       *usage        // what the spool holds; nil when Options.Bounds has no limit
 	dropped   atomic.Uint64 // messages dropped by when_full=drop_newest
@@ -464,15 +468,20 @@ func (p *Producer) renameErr(from, to string, err error) error {
 // nameChunks returns the names of n chunks from sequence first, and the
 // directories they go to, in order.
 func (p *Producer) nameChunks(first uint64, n int) ([]chunkFiles, []string) {
-	chunks := make([]chunkFiles, n)
-	dirs := make([]string, 0, 2)
+	// The slices of the last batch are reused: a batch is done with them
+	// before the next one starts (writes are serialized).
+	chunks := slices.Grow(p.chunkBuf[:0], n)[:n]
+	dirs := p.dirBuf[:0]
 	for i := range chunks {
 		c := &chunks[i]
-		c.seq = first + uint64(i)
+		*c = chunkFiles{seq: first + uint64(i)}
 		c.dir, c.payload, c.payTmp, c.sidecar, c.sideTmp = p.layout.chunkNames(c.seq, p.opts.Atomic)
 		if len(dirs) == 0 || dirs[len(dirs)-1] != c.dir {
 			dirs = append(dirs, c.dir)
 		}
+	}
+	if n <= 4096 { // a rare huge batch is not kept
+		p.chunkBuf, p.dirBuf = chunks, dirs
 	}
 	return chunks, dirs
 }
@@ -484,7 +493,8 @@ func (p *Producer) writeTmps(chunks []chunkFiles, msgs []Message) error {
 		c := &chunks[i]
 		c.size = payloadSize(&msgs[i])
 		if c.sidecar != "" {
-			side := encodeSidecar(msgs[i].ID, msgs[i].Metadata)
+			side := appendSidecar(p.sideBuf[:0], msgs[i].ID, msgs[i].Metadata)
+			p.sideBuf = side // written, then no longer needed
 			c.size += int64(len(side))
 			made, err := p.writeFile(c.dir, c.sideTmp, &Message{Payload: side})
 			c.sideTmpMade = made // a file that failed half-written is ours to undo too
@@ -747,5 +757,14 @@ func joinPath(dir, name string) string {
 	if dir == "." || dir == "" {
 		return name
 	}
+	if oneElement(name) && fs.ValidPath(dir) { // both clean: what path.Join gives, in one allocation
+		return dir + "/" + name
+	}
 	return path.Join(dir, name)
+}
+
+// oneElement reports whether name is a single path element that cleaning
+// leaves alone: not empty, no slash, not "." or "..".
+func oneElement(name string) bool {
+	return name != "" && name != "." && name != ".." && strings.IndexByte(name, '/') < 0
 }

@@ -159,10 +159,14 @@ func (c *Consumer) writeFrontier(sync bool) error {
 // It returns nil when no payload was found (yet) or there is no cursor.
 func (c *Consumer) next() *Delivery {
 	start, ok := c.nextSeq()
-	if !ok || c.skip(c.layout.Payload(start)) {
+	if !ok {
 		return nil
 	}
-	d, err := c.load(c.layout.Payload(start))
+	_, name, _, sidecar, _ := c.layout.chunkNames(start, false) // one allocation for both
+	if c.skip(name) {
+		return nil
+	}
+	d, err := c.loadChunk(name, sidecar)
 	if errors.Is(err, fs.ErrNotExist) && c.resume.gallops > 0 {
 		d, err = c.past(start)
 	}

@@ -57,7 +57,7 @@ func TestDecodeSidecarFastAgrees(t *testing.T) {
 
 func checkDecodeAgrees(t *testing.T, b []byte) {
 	t.Helper()
-	id, md, err := decodeSidecar(b)
+	id, md, err := decodeSidecar(b, nil)
 	wid, wmd, werr := decodeSidecarJSON(b)
 	if (err != nil) != (werr != nil) || id != wid || !maps.Equal(md, wmd) {
 		t.Errorf("decodeSidecar(%q) = %q %v %v; encoding/json path gives %q %v %v", b, id, md, err, wid, wmd, werr)

@@ -247,7 +247,7 @@ func MessageIDs(ctx context.Context, fsys FS, o Options) (map[string]bool, error
 			} else if err != nil {
 				return err
 			}
-			if id, _, err := decodeSidecar(b); err == nil && id != "" {
+			if id, _, err := decodeSidecar(b, nil); err == nil && id != "" {
 				ids[id] = true
 			}
 		}

@@ -327,8 +327,8 @@ func fsyncConcurrently(fds []int) error {
 
 // rawConsumer drains chunks with bare system calls: a listing of the leaf
 // directory, then for each payload in name order openat, read, close (and
-// the same for its sidecar), then unlinkat both and, per policy, fsync the
-// directory.
+// the same for its sidecar), then unlinkat both in the protocol's order
+// with, per policy, an fsync of the directory between (see remove).
 type rawConsumer struct {
 	rootfd  int
 	names   rawNames
@@ -478,23 +478,42 @@ func (c *rawConsumer) consume(n int) error {
 				}
 			}
 		}
-		for _, base := range take {
-			if err := unix.Unlinkat(c.dirfd, base+".bin", 0); err != nil {
+		if err := c.remove(take); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// remove deletes the chunks in take in the protocol's order: payloads
+// first, their removal made durable (fsync=chunk: per chunk, batch: once)
+// before any sidecar is deleted, so that a power cut never leaves a payload
+// without its sidecar; the sidecars' removal is not synced.
+func (c *rawConsumer) remove(take []string) error {
+	for _, base := range take {
+		if err := unix.Unlinkat(c.dirfd, base+".bin", 0); err != nil {
+			return err
+		}
+		if c.fsync == "chunk" {
+			if err := rawFsync(c.dirfd); err != nil {
 				return err
 			}
-			if c.names.sidecar {
-				if err := unix.Unlinkat(c.dirfd, base+".json", 0); err != nil {
-					return err
-				}
-			}
-			if c.fsync == "chunk" {
-				if err := rawFsync(c.dirfd); err != nil {
-					return err
-				}
+		}
+		if c.names.sidecar && c.fsync != "batch" {
+			if err := unix.Unlinkat(c.dirfd, base+".json", 0); err != nil {
+				return err
 			}
 		}
-		if c.fsync == "batch" {
-			if err := rawFsync(c.dirfd); err != nil {
+	}
+	if c.fsync != "batch" {
+		return nil
+	}
+	if err := rawFsync(c.dirfd); err != nil {
+		return err
+	}
+	for _, base := range take {
+		if c.names.sidecar {
+			if err := unix.Unlinkat(c.dirfd, base+".json", 0); err != nil {
 				return err
 			}
 		}
