@@ -184,11 +184,50 @@ func runHelper(role string) int {
 		if err := c.Close(); err != nil {
 			return fail(err)
 		}
+	case "holder":
+		if err := holdDeliveries(fsys, o, p, say, stop); err != nil {
+			return fail(err)
+		}
 	default:
 		return fail(fmt.Errorf("unknown helper role %q", role))
 	}
 	say("end")
 	return 0
+}
+
+// holdDeliveries is the "holder" role: it acks p.count messages in
+// batches of p.batch, reads one more batch, nacks its first half, says
+// "holding" and waits, the other half in flight, to be killed.
+func holdDeliveries(fsys core.FS, o core.Options, p helperParams, say func(string, ...any), stop <-chan struct{}) error {
+	c, err := core.OpenConsumer(fsys, o)
+	if err != nil {
+		return err
+	}
+	say("open")
+	ctx := context.Background()
+	for acked := 0; acked < p.count; {
+		ds, err := c.Read(ctx, min(p.batch, p.count-acked))
+		if err != nil {
+			return err
+		}
+		if err := c.Ack(ds...); err != nil {
+			return err
+		}
+		for _, d := range ds {
+			say("done %d", d.Seq)
+		}
+		acked += len(ds)
+	}
+	ds, err := c.Read(ctx, p.batch)
+	if err != nil {
+		return err
+	}
+	if err := c.Nack(ds[:len(ds)/2]...); err != nil {
+		return err
+	}
+	say("holding")
+	<-stop
+	return c.Close()
 }
 
 // helper is a running helper process.

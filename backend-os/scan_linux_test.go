@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -79,4 +81,55 @@ func TestLargeFlatBacklogDrainsInOrder(t *testing.T) {
 			assert.Equal(t, want, got)
 		})
 	}
+}
+
+// plainFS hides every optional ability of an FS: core then lists with
+// ReadDir and stats entry by entry.
+type plainFS struct{ core.FS }
+
+// core.Scan and SurveyLayout count the same with the streamed listings
+// (ScanDirInfo, ScanDir) as with ReadDir, on a spool holding payloads,
+// sidecars, an orphan sidecar, a temporary file, foreign files, a link and
+// chunks of another extension.
+func TestStreamedScanCountsAsReadDir(t *testing.T) {
+	dir := scratchDir(t)
+	fsys, err := osfs.New(dir, osfs.Options{})
+	require.NoError(t, err)
+	defer fsys.Close()
+	o, err := core.ParseURL("dir-spool://" + dir + "?fsync=none")
+	require.NoError(t, err)
+	p, err := core.OpenProducer(fsys, o)
+	require.NoError(t, err)
+	msgs := make([]core.Message, 50)
+	for i := range msgs {
+		msgs[i] = core.Message{Payload: make([]byte, i), Metadata: map[string]string{"k": "v"}}
+	}
+	_, err = p.Write(context.Background(), msgs)
+	require.NoError(t, err)
+	require.NoError(t, p.Close())
+	for name, data := range map[string]string{
+		"000000100.json": `{}`, "000000060.bin.tmp": "x", "notes.bin": "x", "README": "x",
+		"000000200.dat": "x", "000000200.json": `{}`,
+	} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600))
+	}
+	require.NoError(t, os.Symlink("/etc/passwd", filepath.Join(dir, "000000300.bin")))
+
+	streamed, err := core.Scan(context.Background(), fsys, o)
+	require.NoError(t, err)
+	listed, err := core.Scan(context.Background(), plainFS{fsys}, o)
+	require.NoError(t, err)
+	assert.Equal(t, listed, streamed)
+	assert.Equal(t, 50, streamed.Chunks)
+	assert.Equal(t, int64(49*50/2), streamed.Bytes)
+	assert.Equal(t, 2, streamed.Orphans, "000000100.json and 000000200.json")
+
+	sv, err := core.SurveyLayout(context.Background(), fsys, o)
+	require.NoError(t, err)
+	plain, err := core.SurveyLayout(context.Background(), plainFS{fsys}, o)
+	require.NoError(t, err)
+	assert.Equal(t, plain, sv)
+	require.NotNil(t, sv.Mismatch, "000000200.dat beside its sidecar is a chunk of another extension")
+	assert.Equal(t, []string{"000000300.bin"}, sv.Links)
+	assert.Equal(t, []string{"notes.bin"}, sv.ForeignNames)
 }

@@ -3,6 +3,9 @@
 package osfs
 
 import (
+	"io/fs"
+	"os"
+
 	"github.com/mqb-project/mqb/core"
 )
 
@@ -24,3 +27,7 @@ func (f *FS) Root() string { return "" }
 
 // Close does nothing: no FS is ever opened here.
 func (f *FS) Close() error { return nil }
+
+// SameFile reports whether a and b describe the same file, as os.SameFile
+// does: no FS of this backend exists here, so both come from os.
+func SameFile(a, b fs.FileInfo) bool { return os.SameFile(a, b) }

@@ -30,6 +30,8 @@ type claimInfo struct {
 	Host    string     `json:"host,omitempty"`
 	Since   *time.Time `json:"since,omitempty"`
 	NextSeq *uint64    `json:"next_seq,omitempty"`
+	// AckedBelow is a draining consumer's resume point.
+	AckedBelow *uint64 `json:"acked_below,omitempty"`
 }
 
 type statReport struct {
@@ -129,7 +131,7 @@ func spoolStat(ctx context.Context, fsys core.FS, o dirspool.Config) (*statRepor
 		}
 		ci := &claimInfo{Alive: held}
 		if h != nil {
-			ci.PID, ci.Host, ci.NextSeq = h.PID, h.Host, h.NextSeq
+			ci.PID, ci.Host, ci.NextSeq, ci.AckedBelow = h.PID, h.Host, h.NextSeq, h.AckedBelow
 			if since := h.Since; !since.IsZero() { // another implementation may leave it out
 				ci.Since = &since
 			}

@@ -51,7 +51,7 @@ func Promises() []Promise {
 			"NonDestructiveRead", "DoneSentinel", "StopOnDone", "StaleDoneRemoved", "SequenceNeverReused",
 			"ClaimsEnforced", "SequenceExhausted", "CorruptSidecar", "Layout_*", "FaultInjection*",
 			"LayoutMismatch*", "LayoutCheckNoFalseAlarm", "ForeignFilesWarnedOnce", "DoneNamesUnseenChunks",
-			"BadSidecarDeliverKeepsWhatParses", "ClaimUpdate*", "Streamed*"},
+			"BadSidecarDeliverKeepsWhatParses", "ClaimUpdate*", "Streamed*", "Resume*"},
 			"the spool itself misbehaves here", ""},
 	}
 }

@@ -9,6 +9,7 @@ func allChecks() []check {
 	out = append(out, streamChecks()...)
 	out = append(out, lendChecks()...)
 	out = append(out, mismatchChecks()...)
+	out = append(out, resumeChecks()...)
 	out = append(out, layoutChecks()...)
 	out = append(out, faultChecks()...)
 	out = append(out, powerCutChecks()...)

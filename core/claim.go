@@ -50,7 +50,13 @@ func acquireClaim(fsys FS, spool, file, role string) (*roleClaim, *Holder, error
 // The previous record stays readable until the new one is durable.
 func (c *roleClaim) record(next *uint64) error {
 	c.holder.NextSeq = next
-	return writeClaimSlot(c.lock, &c.slots, c.holder)
+	return c.update(true)
+}
+
+// update writes the holder as it is now; without sync the write may be
+// lost to a power cut, leaving the previous record.
+func (c *roleClaim) update(sync bool) error {
+	return writeClaimSlot(c.lock, &c.slots, c.holder, sync)
 }
 
 func (c *roleClaim) release() error { return c.lock.Release() }

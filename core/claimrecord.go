@@ -124,11 +124,13 @@ func parseLegacyRecord(b []byte) *Holder {
 	return &rec.Holder
 }
 
-// writeClaimSlot writes h into the slot at says and syncs it. Only after
-// both succeed does the next record go to the other slot: after a failure
-// the same slot (the one not holding the newest valid record) is written
-// again.
-func writeClaimSlot(lk Claim, at *claimSlots, h Holder) error {
+// writeClaimSlot writes h into the slot at says and, when sync is set,
+// syncs it. Only after both succeed does the next record go to the other
+// slot: after a failure the same slot (the one not holding the newest valid
+// record) is written again. A record written without sync is one that may
+// be lost to a power cut: the slot then holds an older record or a torn
+// one, and a reader takes the other slot.
+func writeClaimSlot(lk Claim, at *claimSlots, h Holder, sync bool) error {
 	slot, err := encodeClaimSlot(h, at.gen)
 	if err != nil {
 		return err
@@ -137,7 +139,7 @@ func writeClaimSlot(lk Claim, at *claimSlots, h Holder) error {
 	if err == nil && n < len(slot) {
 		err = io.ErrShortWrite
 	}
-	if err == nil {
+	if err == nil && sync {
 		err = lk.Sync()
 	}
 	if err != nil {

@@ -129,7 +129,7 @@ func TestClaimUpdateTornAnywhere(t *testing.T) {
 			before := bytes.Clone(c.b)
 			probe := &bufClaim{b: bytes.Clone(before)}
 			probeAt := at
-			if err := writeClaimSlot(probe, &probeAt, h); err != nil {
+			if err := writeClaimSlot(probe, &probeAt, h, true); err != nil {
 				t.Fatal(err)
 			}
 			after := probe.b
@@ -149,7 +149,7 @@ func TestClaimUpdateTornAnywhere(t *testing.T) {
 					}
 				}
 			}
-			if err := writeClaimSlot(c, &at, h); err != nil {
+			if err := writeClaimSlot(c, &at, h, true); err != nil {
 				t.Fatal(err)
 			}
 			prev = &h

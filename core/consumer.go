@@ -61,6 +61,8 @@ type Consumer struct {
 	sideBuf           []byte           // the last sidecar read: decoded, then reused
 	strs              internTable      // metadata strings shared between deliveries
 
+	resume resumeState // the ack frontier kept in the CONSUMER record (resume.go)
+
 	check consumerCheck // layout, foreign files, DONE (consumercheck.go)
 }
 
@@ -78,9 +80,12 @@ func OpenConsumer(fsys FS, o Options) (*Consumer, error) {
 		strs: internTable{},
 	}
 	if c.destructive && o.Claims {
-		cl, _, err := acquireClaim(fsys, o.Path, ConsumerFile, "consumer")
+		cl, prev, err := acquireClaim(fsys, o.Path, ConsumerFile, "consumer")
 		if err != nil {
 			return nil, err
+		}
+		if f, ok := c.resumeFrom(prev); ok && f > 0 {
+			cl.holder.AckedBelow = &f
 		}
 		if err := cl.record(nil); err != nil {
 			_ = cl.release()
@@ -117,7 +122,7 @@ func (c *Consumer) Read(ctx context.Context, limit int) ([]*Delivery, error) {
 			c.mu.Unlock()
 			return nil, ErrClosed
 		}
-		if err := c.startCheck(ctx); err != nil {
+		if err := c.checkDue(ctx); err != nil {
 			c.mu.Unlock()
 			return nil, err
 		}
@@ -125,6 +130,9 @@ func (c *Consumer) Read(ctx context.Context, limit int) ([]*Delivery, error) {
 		if len(out) > 0 {
 			c.mu.Unlock()
 			return out, nil // a read error, if any, comes back on the next call
+		}
+		if err == nil {
+			err = c.startCheck(ctx) // before waiting or ending
 		}
 		if err != nil {
 			c.mu.Unlock()
@@ -196,31 +204,6 @@ func (c *Consumer) fill(limit int) ([]*Delivery, error) {
 	return out, nil
 }
 
-// next opens the payload right after the cursor by name, without listing:
-// names are fixed-width, so the next one is known. A consumer that keeps up
-// with the producer, or drains a backlog, then lists only on a miss, and a
-// large flat backlog is listed once instead of once per page. It returns
-// nil when that payload is not there (yet) or there is no cursor.
-func (c *Consumer) next() *Delivery {
-	seq, kind, ok := c.layout.Parse(c.cursor)
-	if c.cursor == "" || !ok || kind != KindPayload || seq >= c.layout.MaxSeq() {
-		return nil
-	}
-	_, name, _, sidecar, _ := c.layout.chunkNames(seq+1, false) // one allocation for both
-	if c.skip(name) {
-		return nil
-	}
-	d, err := c.loadChunk(name, sidecar)
-	if err != nil {
-		// Missing, or not a chunk to open by name (a symbolic link, a bad
-		// sidecar): the listing decides, and reports what must stop us.
-		return nil
-	}
-	c.cursor = name
-	c.noteDelivered(d.Seq)
-	return d
-}
-
 // atEnd decides what to do when nothing can be delivered now: end (ErrEnd),
 // look again (again), or wait (false, nil).
 func (c *Consumer) atEnd(ctx context.Context) (again bool, err error) {
@@ -252,6 +235,7 @@ func (c *Consumer) atEnd(ctx context.Context) (again bool, err error) {
 // finds none looks from the start too, for chunks that arrived out of order
 // or were acked with a failed delete.
 func (c *Consumer) refill() (bool, error) {
+	c.resume.gallops, c.resume.atZero = 0, false // listing from here on: misses are the listing's to decide
 	names, err := c.list(c.cursor)
 	if err == nil && len(names) == 0 && c.destructive && c.cursor != "" {
 		names, err = c.list("")
@@ -542,6 +526,7 @@ func (c *Consumer) Ack(ds ...*Delivery) error {
 		}
 		if err := removeIfExists(c.fsys, d.Name); err != nil {
 			errs = append(errs, c.errorf("delete acked %s: %w", d.Name, err))
+			c.noteDeleteFailed(d.Seq)
 			continue
 		}
 		switch c.opts.Fsync {
@@ -567,6 +552,7 @@ func (c *Consumer) Ack(ds ...*Delivery) error {
 			removeSidecar(d)
 		}
 	}
+	c.noteAcks(len(ds))
 	return errors.Join(errs...)
 }
 
@@ -614,6 +600,7 @@ func (c *Consumer) Close() error {
 	}
 	c.watches = nil
 	if c.claim != nil {
+		_ = c.writeFrontier(c.opts.Fsync != FsyncNone) // a hint: an older one only costs a listing
 		errs = append(errs, c.claim.release())
 	}
 	return errors.Join(errs...)

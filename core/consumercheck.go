@@ -89,9 +89,21 @@ func (c *Consumer) warnOnce(name, msg string, args ...any) {
 	c.logger().Warn(msg, append([]any{"spool", c.opts.Path, "file", name}, args...)...)
 }
 
-// startCheck runs before the first delivery: it refuses a spool that holds
-// chunks of another layout, for good, and warns about foreign files and
-// links.
+// checkDue runs startCheck once the first deliveries are out, and returns
+// the refusal it made, if any. The survey reads every directory, so it does
+// not delay the first delivery: a consumer of a large backlog, or one
+// resuming from its CONSUMER record, delivers first and surveys on the next
+// Read. A spool with nothing this consumer can deliver is surveyed before
+// the consumer waits or ends.
+func (c *Consumer) checkDue(ctx context.Context) error {
+	if c.check.surveyed || c.check.delivered > 0 {
+		return c.startCheck(ctx)
+	}
+	return nil
+}
+
+// startCheck surveys the spool once: it refuses a spool that holds chunks
+// of another layout, for good, and warns about foreign files and links.
 func (c *Consumer) startCheck(ctx context.Context) error {
 	if c.check.surveyed {
 		return c.check.refused

@@ -56,6 +56,14 @@ type Holder struct {
 	Host    string    `json:"host"`
 	Since   time.Time `json:"since"`
 	NextSeq *uint64   `json:"next_seq,omitempty"`
+	// FloorSeq is a producer's floor: when it opened, no chunk numbered
+	// below it was on disk, and it writes none. A first consumer starts
+	// there without listing.
+	FloorSeq *uint64 `json:"floor_seq,omitempty"`
+	// AckedBelow is a draining consumer's resume point: every chunk with
+	// a lower sequence number was acknowledged and deleted. It may lag
+	// behind (a lower value), never run ahead.
+	AckedBelow *uint64 `json:"acked_below,omitempty"`
 	// Bounds are a bounded producer's limits, for `mqb spool stat`.
 	Bounds *Bounds `json:"bounds,omitempty"`
 }

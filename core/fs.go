@@ -21,8 +21,9 @@ import (
 // errors.Is.
 //
 // Optional abilities are separate interfaces found by type assertion:
-// DirWatcher (wake-ups on new entries), DirScanner (a streamed listing) and
-// FSSyncer (one flush for the whole filesystem); a File may be a SizedFile.
+// DirWatcher (wake-ups on new entries), DirScanner and DirInfoScanner
+// (streamed listings) and FSSyncer (one flush for the whole filesystem); a
+// File may be a SizedFile.
 type FS interface {
 	// CreateExcl creates name for writing. It fails with fs.ErrExist when
 	// name already exists (even as a dangling symlink), and with
@@ -121,6 +122,17 @@ type DirScanner interface {
 	// particular order, with the entry's type as ReadDir reports it (a
 	// symbolic link is reported as one). fn must not call the FS.
 	ScanDir(name string, fn func(name string, typ fs.FileMode)) error
+}
+
+// DirInfoScanner is implemented by an FS that can stream a directory's
+// entries with what Stat reports of each, so that a walk that needs sizes
+// (a spool's statistics) does not hold the listing either.
+type DirInfoScanner interface {
+	// ScanDirInfo calls fn for every entry of the directory name, in no
+	// particular order, with what Stat would report of it (a symbolic
+	// link is described, not followed). An entry removed while the
+	// directory is read may be left out. fn must not call the FS.
+	ScanDirInfo(name string, fn func(fs.FileInfo)) error
 }
 
 // SizedFile is implemented by a File from FS.Open that learned its size as

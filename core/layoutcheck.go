@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -55,8 +56,9 @@ type Survey struct {
 	// not fit the naming pattern and layout: a consumer never delivers
 	// them. It includes the chunks of Mismatch.
 	Foreign int
-	// ForeignNames are the first of them that are not named like chunks
-	// (those are described by Mismatch instead), in walk order.
+	// ForeignNames are those of them that are not named like chunks
+	// (those are described by Mismatch instead), sorted; at most
+	// maxForeignNames of them.
 	ForeignNames []string
 	// Links are symbolic links found where chunks or shard directories
 	// could be; they are never followed.
@@ -87,6 +89,8 @@ func SurveyLayout(ctx context.Context, fsys FS, o Options) (*Survey, error) {
 	if err := sv.walk(".", nil); err != nil {
 		return nil, err
 	}
+	slices.Sort(sv.s.ForeignNames)
+	slices.Sort(sv.s.Links)
 	sv.s.Mismatch = sv.mismatch(o)
 	return sv.s, nil
 }
@@ -104,64 +108,92 @@ type surveyor struct {
 	groups map[shape]*group
 }
 
+// walk surveys dir and, in order, the digit-named directories below it.
+// It streams the listing where the FS can (DirScanner): it keeps counts,
+// a few names, the subdirectories and the rare files whose verdict needs
+// a look at their neighbours, never the whole listing.
 func (sv *surveyor) walk(dir string, widths []int) error {
 	if err := sv.ctx.Err(); err != nil {
 		return err
 	}
-	entries, err := sv.fsys.ReadDir(dir)
+	var subdirs []string
+	var maybe []otherExt
+	err := sv.list(dir, func(name string, typ fs.FileMode) {
+		switch {
+		case typ&fs.ModeSymlink != 0:
+			if allDigits(name) || strings.HasSuffix(name, sv.l.payloadExt) {
+				sv.s.Links = appendCapped(sv.s.Links, joinPath(dir, name))
+			}
+		case typ.IsDir():
+			if allDigits(name) && len(widths) < maxDigits {
+				subdirs = append(subdirs, name)
+			}
+		case typ.IsRegular():
+			if o, ok := sv.file(dir, name, widths); ok {
+				maybe = append(maybe, o)
+			}
+		}
+	})
 	if err != nil {
 		if dir != "." && errors.Is(err, fs.ErrNotExist) {
 			return nil // removed by a consumer while we walked
 		}
 		return err
 	}
-	// The stems (digits+suffix) of sidecars that have no payload of this
-	// layout beside them: a payload of another extension may.
-	var lone map[string]bool
-	if sv.l.metaExt != "" {
-		lone = map[string]bool{}
-		for _, e := range entries {
-			if stem, ok := strings.CutSuffix(e.Name(), sv.l.metaTail); ok {
-				lone[stem] = true
-			}
-		}
-		for _, e := range entries {
-			if stem, ok := strings.CutSuffix(e.Name(), sv.l.payloadTail); ok {
-				delete(lone, stem)
-			}
-		}
-	}
-	for i, e := range entries {
-		if err := cancelled(sv.ctx, i); err != nil {
+	sv.otherExts(dir, maybe)
+	slices.Sort(subdirs)
+	for _, name := range subdirs {
+		if err := sv.walk(joinPath(dir, name), append(widths, len(name))); err != nil {
 			return err
-		}
-		name, full := e.Name(), joinPath(dir, e.Name())
-		switch {
-		case e.Type()&fs.ModeSymlink != 0:
-			if allDigits(name) || strings.HasSuffix(name, sv.l.payloadExt) {
-				sv.s.Links = appendCapped(sv.s.Links, full)
-			}
-		case e.IsDir():
-			if allDigits(name) && len(widths) < maxDigits {
-				if err := sv.walk(full, append(widths, len(name))); err != nil {
-					return err
-				}
-			}
-		case e.Type().IsRegular():
-			sv.file(dir, name, widths, lone)
 		}
 	}
 	return nil
 }
 
-// file looks at one regular file of dir.
-func (sv *surveyor) file(dir, name string, widths []int, lone map[string]bool) {
+// list calls fn for every entry of dir: streamed where the FS can. Once
+// ctx is done it calls fn no more and returns ctx's error.
+func (sv *surveyor) list(dir string, fn func(name string, typ fs.FileMode)) error {
+	if sc, ok := sv.fsys.(DirScanner); ok {
+		i, stopped := 0, false
+		err := sc.ScanDir(dir, func(name string, typ fs.FileMode) {
+			if i++; stopped || cancelled(sv.ctx, i) != nil {
+				stopped = true
+				return
+			}
+			fn(name, typ)
+		})
+		if err == nil {
+			err = sv.ctx.Err()
+		}
+		return err
+	}
+	entries, err := sv.fsys.ReadDir(dir)
+	for i, e := range entries {
+		if err := cancelled(sv.ctx, i); err != nil {
+			return err
+		}
+		fn(e.Name(), e.Type())
+	}
+	return err
+}
+
+// otherExt is a file named digits, the pattern's suffix and another plain
+// extension: a chunk written with another payload_extension when its
+// sidecar is beside it and no payload of this layout is.
+type otherExt struct {
+	name, stem string // stem: the digits
+	sh         shape
+}
+
+// file looks at one regular file of dir. It reports a file that may be a
+// chunk of another extension, for otherExts to decide.
+func (sv *surveyor) file(dir, name string, widths []int) (otherExt, bool) {
 	l := sv.l
 	if strings.HasSuffix(name, TmpSuffix) || (dir == "." && isControlFile(name)) {
-		return
+		return otherExt{}, false
 	}
 	if _, _, ok := l.ParseLeaf(dir, name); ok {
-		return
+		return otherExt{}, false
 	}
 	k := 0
 	for k < len(name) && name[k] >= '0' && name[k] <= '9' {
@@ -176,12 +208,26 @@ func (sv *surveyor) file(dir, name string, widths []int, lone map[string]bool) {
 		} else {
 			sv.s.ForeignNames = appendCapped(sv.s.ForeignNames, full)
 		}
-		return
+		return otherExt{}, false
 	}
-	// Digits, another plain extension, and a sidecar without a payload
-	// beside it: a chunk written with another payload_extension.
-	if ext, ok := strings.CutPrefix(rest, l.suffix); ok && k > 0 && plainExt(ext) && lone[name[:k]+l.suffix] {
-		sv.add(shape{len(widths), uniform(widths), k, ext}, full)
+	ext, ok := strings.CutPrefix(rest, l.suffix)
+	if !ok || k == 0 || l.metaExt == "" || !plainExt(ext) {
+		return otherExt{}, false
+	}
+	return otherExt{name: full, stem: name[:k], sh: shape{len(widths), uniform(widths), k, ext}}, true
+}
+
+// otherExts counts the files of maybe that have a sidecar beside them and
+// no payload of this layout: chunks written with another payload_extension.
+func (sv *surveyor) otherExts(dir string, maybe []otherExt) {
+	exists := func(name string) bool {
+		_, err := sv.fsys.Stat(joinPath(dir, name))
+		return err == nil
+	}
+	for _, o := range maybe {
+		if exists(o.stem+sv.l.metaTail) && !exists(o.stem+sv.l.payloadTail) {
+			sv.add(o.sh, o.name)
+		}
 	}
 }
 
@@ -206,6 +252,7 @@ func (sv *surveyor) add(sh shape, name string) {
 		g = &group{example: name}
 		sv.groups[sh] = g
 	}
+	g.example = min(g.example, name)
 	g.n++
 }
 

@@ -130,6 +130,8 @@ func (p *Producer) syncing() bool { return p.opts.Fsync != FsyncNone }
 // recovery is what recover learns while walking the spool.
 type recovery struct {
 	next    uint64          // one past the highest sequence number seen
+	floor   uint64          // the lowest payload number seen
+	payload bool            // a payload was seen
 	seen    bool            // a chunk file was seen
 	touched map[string]bool // directories it removed files from
 }
@@ -150,6 +152,13 @@ func (p *Producer) recover(ctx context.Context, prev *Holder) error {
 		next = *prev.NextSeq
 	}
 	p.next = next
+	if p.claim != nil {
+		floor := next
+		if r.payload {
+			floor = r.floor
+		}
+		p.claim.holder.FloorSeq = &floor // written with the first mark, below
+	}
 	if err := p.removeStaleDone(); err != nil {
 		return err
 	}
@@ -180,6 +189,9 @@ func (p *Producer) recoverLeaf(ctx context.Context, r *recovery, dir string, nam
 		switch kind {
 		case KindPayload:
 			payloads[seq] = true
+			if !r.payload || seq < r.floor {
+				r.floor, r.payload = seq, true
+			}
 		case KindSidecar:
 			sidecars = append(sidecars, full)
 			seqs = append(seqs, seq)

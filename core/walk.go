@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"math/bits"
 )
 
 // checkEvery is how many directory entries a walk handles between two
@@ -69,62 +70,145 @@ type Stats struct {
 }
 
 // Scan walks the whole spool and counts what it holds, without changing
-// anything. It stops with ctx's error once ctx is done.
+// anything. Where the FS streams listings with sizes (DirInfoScanner) it
+// holds counts, not the listing: a spool of millions of chunks costs it
+// little memory. It stops with ctx's error once ctx is done.
 func Scan(ctx context.Context, fsys FS, o Options) (*Stats, error) {
 	l, err := o.Layout()
 	if err != nil {
 		return nil, err
 	}
 	st := &Stats{}
-	err = walkLeaves(ctx, fsys, l, func(dir string, entries []fs.DirEntry) error {
+	err = walkLeafDirs(ctx, fsys, l, func(dir string) error {
 		if dir != "." {
 			st.ShardDirs++
 		}
-		payloads := map[uint64]bool{}
-		var sidecars []uint64
-		for i, e := range entries {
-			if err := cancelled(ctx, i); err != nil {
-				return err
-			}
-			if !e.Type().IsRegular() {
-				continue
-			}
-			seq, kind, ok := l.ParseLeaf(dir, e.Name())
-			if !ok {
-				if dir != "." || !isControlFile(e.Name()) {
-					st.Unexpected++
-				}
-				continue
-			}
-			switch kind {
-			case KindPayload:
-				payloads[seq] = true
-				name := joinPath(dir, e.Name())
-				if st.Chunks == 0 {
-					st.Oldest, st.OldestSeq = name, seq
-				}
-				st.Newest, st.NewestSeq = name, seq
-				st.Chunks++
-				if fi, err := e.Info(); err == nil {
-					st.Bytes += fi.Size()
-				}
-			case KindSidecar:
-				sidecars = append(sidecars, seq)
-				if fi, err := e.Info(); err == nil {
-					st.MetaBytes += fi.Size()
-				}
-			default:
-				st.Tmp++
-			}
+		var payloads, sidecars seqSet
+		err := listInfo(ctx, fsys, dir, func(name string, typ fs.FileMode, size func() int64) {
+			st.entry(l, dir, name, typ, size, &payloads, &sidecars)
+		})
+		st.Orphans += sidecars.without(payloads)
+		return err
+	})
+	return st, err
+}
+
+// entry counts one entry of the leaf directory dir.
+func (st *Stats) entry(l *Layout, dir, name string, typ fs.FileMode, size func() int64, payloads, sidecars *seqSet) {
+	if !typ.IsRegular() {
+		return
+	}
+	seq, kind, ok := l.ParseLeaf(dir, name)
+	switch {
+	case !ok:
+		if dir != "." || !isControlFile(name) {
+			st.Unexpected++
 		}
-		for _, s := range sidecars {
-			if !payloads[s] {
-				st.Orphans++
+	case kind == KindPayload:
+		payloads.add(seq)
+		if st.Chunks == 0 || seq < st.OldestSeq {
+			st.Oldest, st.OldestSeq = joinPath(dir, name), seq
+		}
+		if st.Chunks == 0 || seq > st.NewestSeq {
+			st.Newest, st.NewestSeq = joinPath(dir, name), seq
+		}
+		st.Chunks++
+		st.Bytes += size()
+	case kind == KindSidecar:
+		sidecars.add(seq)
+		st.MetaBytes += size()
+	default:
+		st.Tmp++
+	}
+}
+
+// walkLeafDirs calls fn for every leaf directory of the spool (the root
+// when it is not sharded) in lexical order. Directories that are not shard
+// directories, symbolic links, and directories that vanish while walking
+// are skipped. It stops with ctx's error once ctx is done.
+func walkLeafDirs(ctx context.Context, fsys FS, l *Layout, fn func(dir string) error) error {
+	var walk func(dir string, level int) error
+	walk = func(dir string, level int) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if level == l.Depth() {
+			err := fn(dir)
+			if dir != "." && errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		entries, err := fsys.ReadDir(dir) // shard directories: a few hundred at most
+		if err != nil {
+			if dir != "." && errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		for _, e := range entries {
+			if e.IsDir() && e.Type()&fs.ModeSymlink == 0 && l.IsShardDir(e.Name()) {
+				if err := walk(joinPath(dir, e.Name()), level+1); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
-	})
-	return st, err
+	}
+	return walk(".", 0)
+}
+
+// listInfo calls fn for every entry of dir with its type and a function
+// that returns its size (0 when it cannot be had): streamed where the FS
+// can. Once ctx is done it calls fn no more and returns ctx's error.
+func listInfo(ctx context.Context, fsys FS, dir string, fn func(name string, typ fs.FileMode, size func() int64)) error {
+	if sc, ok := fsys.(DirInfoScanner); ok {
+		i, stopped := 0, false
+		err := sc.ScanDirInfo(dir, func(fi fs.FileInfo) {
+			if i++; stopped || cancelled(ctx, i) != nil {
+				stopped = true
+				return
+			}
+			fn(fi.Name(), fi.Mode().Type(), fi.Size)
+		})
+		if err == nil {
+			err = ctx.Err()
+		}
+		return err
+	}
+	entries, err := fsys.ReadDir(dir)
+	for i, e := range entries {
+		if err := cancelled(ctx, i); err != nil {
+			return err
+		}
+		fn(e.Name(), e.Type(), func() int64 {
+			if fi, err := e.Info(); err == nil {
+				return fi.Size()
+			}
+			return 0
+		})
+	}
+	return err
+}
+
+// seqSet is a set of sequence numbers kept as 64-bit words: the chunks of
+// one directory, whose numbers are mostly consecutive, in a few bits each.
+type seqSet map[uint64]uint64
+
+func (s *seqSet) add(seq uint64) {
+	if *s == nil {
+		*s = seqSet{}
+	}
+	(*s)[seq>>6] |= 1 << (seq & 63)
+}
+
+// without counts the numbers of s that are not in other.
+func (s seqSet) without(other seqSet) int {
+	n := 0
+	for k, w := range s {
+		n += bits.OnesCount64(w &^ other[k])
+	}
+	return n
 }
 
 func isControlFile(name string) bool {

@@ -8,6 +8,7 @@ import (
 	osfs "github.com/mqb-project/mqb/backend-os"
 	"slices"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -518,4 +519,63 @@ func (c *rawConsumer) remove(take []string) error {
 		}
 	}
 	return nil
+}
+
+// rawScale fills a backlog of n chunks in dir with the raw producer, in
+// batches, then drains it with the raw consumer, and returns the cost per
+// message of each: the raw loop's own growth with the backlog.
+func rawScale(dir string, n, batch int, fsync string, sharded bool, payload, side []byte) (rawScaleCost, error) {
+	var rc rawScaleCost
+	names := rawNames{sharded: sharded, sidecar: side != nil}
+	p, err := newRawProducer(dir, names, fsync, RawPerFile, payload, side)
+	if err != nil {
+		return rc, err
+	}
+	start, cpu := time.Now(), cpuNow()
+	for left := n; left > 0 && err == nil; left -= min(left, batch) {
+		err = p.write(min(left, batch))
+	}
+	rc.produceUs, rc.produceCPUUs = perMsg(time.Since(start), n), perMsg(cpuNow()-cpu, n)
+	if cerr := p.close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return rc, err
+	}
+	c, err := newRawConsumer(dir, names, fsync, len(payload))
+	if err != nil {
+		return rc, err
+	}
+	defer c.close()
+	start, cpu = time.Now(), cpuNow()
+	for left := n; left > 0 && err == nil; left -= min(left, batch) {
+		err = c.consume(min(left, batch))
+	}
+	rc.drainUs, rc.drainCPUUs = perMsg(time.Since(start), n), perMsg(cpuNow()-cpu, n)
+	return rc, err
+}
+
+// rawListMs times one streamed listing of dir that only counts its
+// entries, as `ls -f | wc -l` does: the floor of any listing.
+func rawListMs(dir string) (float64, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 32<<10)
+	start := time.Now()
+	_, err = rawCountNames(fd, buf)
+	return msOf(time.Since(start)), err
+}
+
+// cpuNow returns the CPU time (user and system) this process has used:
+// on a machine shared with other work, the cost of a phase is told better
+// by it than by the wall clock.
+func cpuNow() time.Duration {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

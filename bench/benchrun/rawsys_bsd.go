@@ -34,3 +34,9 @@ func syncfsPath(string) error {
 	unix.Sync()
 	return nil
 }
+
+// rawCountNames counts the entries of the directory fd.
+func rawCountNames(fd int, buf []byte) (int, error) {
+	names, err := rawReadNames(fd, buf)
+	return len(names), err
+}

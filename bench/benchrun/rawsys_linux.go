@@ -1,6 +1,10 @@
 package benchrun
 
-import "golang.org/x/sys/unix"
+import (
+	"encoding/binary"
+
+	"golang.org/x/sys/unix"
+)
 
 // rawBatchStrategies are the fsync=batch baselines measured here.
 var rawBatchStrategies = []string{RawPerFile, RawConcurrent, RawSyncfs}
@@ -36,4 +40,24 @@ func syncfsPath(dir string) error {
 	}
 	defer unix.Close(fd)
 	return unix.Syncfs(fd)
+}
+
+// rawCountNames counts the entries of the directory fd (at offset 0) with
+// getdents64, without building their names.
+func rawCountNames(fd int, buf []byte) (int, error) {
+	count := 0
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err != nil || n <= 0 {
+			return count, err
+		}
+		for b := buf[:n]; len(b) > 18; {
+			reclen := int(binary.NativeEndian.Uint16(b[16:])) // d_reclen of struct linux_dirent64
+			if reclen == 0 || reclen > len(b) {
+				break
+			}
+			count++
+			b = b[reclen:]
+		}
+	}
 }

@@ -1,0 +1,238 @@
+package core
+
+import (
+	"errors"
+	"io/fs"
+)
+
+// A draining consumer keeps its resume point, the ack frontier, in its
+// CONSUMER record (acked_below, docs/protocol.md section 5.7): every chunk
+// numbered below it was acknowledged and deleted. The next consumer opens
+// the chunk at that number by name instead of listing the spool first, so
+// its first delivery costs the same at any backlog. A first consumer does
+// the same from the producer's floor (floor_seq in PRODUCER): no chunk
+// numbered below it was on disk when the producer opened.
+//
+// The frontier is written every hintEvery acks and at Close, without a
+// sync: a crash or power cut leaves an older record, a lower frontier, and
+// a lower one only costs a few opens of names already gone (past)
+// or, past those, one listing. It is never above a chunk still on disk that
+// this consumer knows of: chunks in flight, nacked, listed and not yet
+// delivered, and acked ones whose delete failed all hold it back.
+
+// hintEvery is how many acks pass between two writes of the frontier.
+const hintEvery = 256
+
+// resumeReach is how far past a missing name a resuming consumer looks
+// for the next chunk: more than the acks a killed consumer may not have
+// recorded (hintEvery), so that a restart after a crash does not list. It
+// looks at the names 1, 2, 4 ... resumeReach after the missing one, so a
+// spool with nothing there costs it about ten opens.
+const resumeReach = 2 * hintEvery
+
+// resumeGallops bounds how often a resuming consumer looks past missing
+// names before a listing: holes left by acks out of order above the first
+// chunk a killed consumer held.
+const resumeGallops = 8
+
+// resumeState is the frontier bookkeeping of a draining consumer.
+type resumeState struct {
+	written  uint64 // the frontier last written (or read at open)
+	acks     int    // acks since the frontier was last computed
+	gallops  int    // looks past missing names next may still take before a listing
+	below    uint64 // no chunk at or above it when the consumer opened (the producer's mark)
+	failed   bool   // an acked chunk's delete failed: failedAt holds the frontier
+	failedAt uint64 // the lowest such chunk's number
+	atZero   bool   // without a cursor, next starts at number 0 (until a listing)
+}
+
+// resumeFrom picks where to start without listing: the previous
+// consumer's frontier or the producer's floor, whichever is higher (both
+// only ever lag), unless it cannot be right: above the highest number the
+// layout allows, above the producer's high-water mark, or with a chunk
+// right below it. It returns the number it starts at and whether it found
+// one; without one the consumer starts with a listing.
+func (c *Consumer) resumeFrom(prev *Holder) (uint64, bool) {
+	var f uint64
+	found := false
+	if prev != nil && prev.AckedBelow != nil {
+		f, found = *prev.AckedBelow, true
+	}
+	p := readHolder(c.fsys, ProducerFile)
+	if p != nil && p.FloorSeq != nil && (!found || *p.FloorSeq > f) {
+		f, found = *p.FloorSeq, true
+	}
+	if !found || f > c.layout.MaxSeq() {
+		return 0, false
+	}
+	if p != nil && p.NextSeq != nil && f > *p.NextSeq {
+		c.logger().Warn("the recorded position is above the producer's high-water mark; listing the spool instead",
+			"spool", c.opts.Path, "position", f, "next_seq", *p.NextSeq)
+		return 0, false
+	}
+	if f > 0 {
+		below := c.layout.Payload(f - 1)
+		if _, err := c.fsys.Stat(below); !errors.Is(err, fs.ErrNotExist) {
+			if err == nil {
+				c.logger().Warn("a chunk sits below the recorded position; listing the spool instead",
+					"spool", c.opts.Path, "position", f, "file", below)
+			}
+			return 0, false
+		}
+		c.cursor = below
+	}
+	c.resume = resumeState{written: f, gallops: resumeGallops, atZero: f == 0, below: c.layout.MaxSeq() + 1}
+	if p != nil && p.NextSeq != nil {
+		c.resume.below = *p.NextSeq
+	}
+	return f, true
+}
+
+// ackFrontier is the lowest number that may still be on disk: the one
+// after the cursor, or lower for a chunk listed, in flight, nacked or whose
+// delete failed.
+func (c *Consumer) ackFrontier() uint64 {
+	f := c.resume.written
+	if seq, _, ok := c.layout.Parse(c.cursor); ok {
+		f = seq + 1
+	}
+	lower := func(name string) {
+		if seq, _, ok := c.layout.Parse(name); ok && seq < f {
+			f = seq
+		}
+	}
+	if len(c.pending) > 0 {
+		lower(c.pending[0])
+	}
+	for name := range c.inflight {
+		lower(name)
+	}
+	if len(c.retry) > 0 {
+		lower(c.retry[0].Name)
+	}
+	if c.resume.failed && c.resume.failedAt < f {
+		f = c.resume.failedAt
+	}
+	return f
+}
+
+// noteAcks counts acks and writes the frontier every hintEvery of them.
+func (c *Consumer) noteAcks(n int) {
+	if c.claim == nil {
+		return
+	}
+	c.resume.acks += n
+	if c.resume.acks >= hintEvery {
+		c.resume.acks = 0
+		_ = c.writeFrontier(false) // a hint: a failed write leaves an older, lower one
+	}
+}
+
+// noteDeleteFailed holds the frontier at or below an acked chunk that is
+// still on disk.
+func (c *Consumer) noteDeleteFailed(seq uint64) {
+	if !c.resume.failed || seq < c.resume.failedAt {
+		c.resume.failed, c.resume.failedAt = true, seq
+	}
+}
+
+// writeFrontier records the frontier in the CONSUMER claim file when it
+// moved.
+func (c *Consumer) writeFrontier(sync bool) error {
+	f := c.ackFrontier()
+	if f == c.resume.written {
+		return nil
+	}
+	c.claim.holder.AckedBelow = &f
+	if err := c.claim.update(sync); err != nil {
+		return err
+	}
+	c.resume.written = f
+	return nil
+}
+
+// next opens the payload right after the cursor by name, without listing:
+// names are fixed-width, so the next one is known. A consumer that keeps up
+// with the producer, or drains a backlog, then lists only on a miss, and a
+// large flat backlog is listed once instead of once per page. A consumer
+// resuming from a recorded position looks past missing names too (past).
+// It returns nil when no payload was found (yet) or there is no cursor.
+func (c *Consumer) next() *Delivery {
+	start, ok := c.nextSeq()
+	if !ok {
+		return nil
+	}
+	_, name, _, sidecar, _ := c.layout.chunkNames(start, false) // one allocation for both
+	if c.skip(name) {
+		return nil
+	}
+	d, err := c.loadChunk(name, sidecar)
+	if errors.Is(err, fs.ErrNotExist) && c.resume.gallops > 0 {
+		d, err = c.past(start)
+	}
+	if err != nil || d == nil {
+		// Missing, or not a chunk to open by name (a symbolic link, a bad
+		// sidecar): the listing decides, and reports what must stop us.
+		return nil
+	}
+	c.cursor = d.Name
+	c.noteDelivered(d.Seq)
+	return d
+}
+
+// past looks for a chunk at start+1, +2, +4 ... +resumeReach (below the
+// producer's mark when the consumer opened), start itself being missing.
+// On finding one it looks at the names between once more and returns the
+// first there: a producer may have committed them meanwhile.
+func (c *Consumer) past(start uint64) (*Delivery, error) {
+	c.resume.gallops--
+	for step := uint64(1); step <= resumeReach; step *= 2 {
+		s := start + step
+		if s > c.layout.MaxSeq() || s >= c.resume.below || s < start || c.skip(c.layout.Payload(s)) {
+			break
+		}
+		d, err := c.load(c.layout.Payload(s))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		first, err := c.firstOf(start+1, s-1)
+		if first != nil || err != nil {
+			return first, err
+		}
+		return d, nil
+	}
+	c.resume.gallops = 0 // nothing near: the listing takes over
+	return nil, nil
+}
+
+// nextSeq returns the number after the cursor's, or 0 for a consumer that
+// resumes at 0; false when there is none to try.
+func (c *Consumer) nextSeq() (uint64, bool) {
+	if c.cursor == "" {
+		return 0, c.resume.atZero
+	}
+	seq, kind, ok := c.layout.Parse(c.cursor)
+	if !ok || kind != KindPayload || seq >= c.layout.MaxSeq() {
+		return 0, false
+	}
+	return seq + 1, true
+}
+
+// firstOf returns the first payload numbered from lo to hi that can be
+// read now (nil if none), or the error of one that exists but cannot be
+// read: the listing must decide about that one first.
+func (c *Consumer) firstOf(lo, hi uint64) (*Delivery, error) {
+	for s := lo; s <= hi; s++ {
+		d, err := c.load(c.layout.Payload(s))
+		if err == nil {
+			return d, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	return nil, nil
+}
