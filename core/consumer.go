@@ -310,62 +310,80 @@ func (c *Consumer) skip(name string) bool {
 // that has any, in order. A draining consumer removes empty shard
 // directories that have a later sibling on the way, never the newest one.
 func (c *Consumer) scan(after string) ([]string, error) {
-	var walk func(dir string, level int, hasLater bool) ([]string, error)
-	walk = func(dir string, level int, hasLater bool) ([]string, error) {
-		if sc, ok := c.fsys.(DirScanner); ok && level == c.layout.Depth() {
-			return c.scanLeaf(sc, dir, after, hasLater)
-		}
-		entries, err := c.fsys.ReadDir(dir)
-		if err != nil {
-			if dir != "." && errors.Is(err, fs.ErrNotExist) {
-				return nil, nil
-			}
-			return nil, err
-		}
-		if len(entries) == 0 && dir != "." && hasLater && c.destructive {
-			_ = c.fsys.Remove(dir) // best effort; a producer may have just used it
+	return c.scanDir(".", 0, false, after)
+}
+
+// scanDir is scan's step for the directory dir at shard level `level`;
+// hasLater says whether a later shard directory exists beside it or beside
+// one of its parents.
+func (c *Consumer) scanDir(dir string, level int, hasLater bool, after string) ([]string, error) {
+	leaf := level == c.layout.Depth()
+	if sc, ok := c.fsys.(DirScanner); ok && leaf {
+		return c.scanLeaf(sc, dir, after, hasLater)
+	}
+	entries, err := c.fsys.ReadDir(dir)
+	if err != nil {
+		if dir != "." && errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
-		if level == c.layout.Depth() {
-			var names []string
-			for _, e := range entries {
-				if !e.Type().IsRegular() {
-					continue
-				}
-				_, kind, ok := c.layout.ParseLeaf(dir, e.Name())
-				if !ok {
-					c.noteEntry(dir, e.Name())
-				}
-				if kind != KindPayload {
-					continue
-				}
-				full := joinPath(dir, e.Name())
-				if full <= after || c.skip(full) {
-					continue
-				}
-				names = append(names, full)
-			}
-			return names, nil
-		}
-		shards := entries[:0:0]
-		for _, e := range entries {
-			if e.IsDir() && e.Type()&fs.ModeSymlink == 0 && c.layout.IsShardDir(e.Name()) {
-				shards = append(shards, e)
-			}
-		}
-		for i, e := range shards {
-			p := joinPath(dir, e.Name())
-			if after != "" && p < after[:min(len(p), len(after))] {
-				continue // every name below p sorts before the cursor
-			}
-			names, err := walk(p, level+1, hasLater || i < len(shards)-1)
-			if err != nil || len(names) > 0 {
-				return names, err
-			}
-		}
+		return nil, err
+	}
+	if len(entries) == 0 && dir != "." && hasLater && c.destructive {
+		_ = c.fsys.Remove(dir) // best effort; a producer may have just used it
 		return nil, nil
 	}
-	return walk(".", 0, false)
+	if leaf {
+		return c.leafNames(dir, entries, after), nil
+	}
+	shards := c.shardDirs(entries)
+	for i, e := range shards {
+		p := joinPath(dir, e.Name())
+		if after != "" && p < after[:min(len(p), len(after))] {
+			continue // every name below p sorts before the cursor
+		}
+		names, err := c.scanDir(p, level+1, hasLater || i < len(shards)-1, after)
+		if err != nil || len(names) > 0 {
+			return names, err
+		}
+	}
+	return nil, nil
+}
+
+// leafNames picks from a leaf directory's sorted entries the payload names
+// after `after` that are not in flight or waiting for redelivery, noting
+// any entry that is not a chunk file.
+func (c *Consumer) leafNames(dir string, entries []fs.DirEntry, after string) []string {
+	var names []string
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		_, kind, ok := c.layout.ParseLeaf(dir, e.Name())
+		if !ok {
+			c.noteEntry(dir, e.Name())
+		}
+		if kind != KindPayload {
+			continue
+		}
+		full := joinPath(dir, e.Name())
+		if full <= after || c.skip(full) {
+			continue
+		}
+		names = append(names, full)
+	}
+	return names
+}
+
+// shardDirs keeps the entries that are shard directories of the layout
+// (never a symbolic link), in their sorted order.
+func (c *Consumer) shardDirs(entries []fs.DirEntry) []fs.DirEntry {
+	shards := entries[:0:0]
+	for _, e := range entries {
+		if e.IsDir() && e.Type()&fs.ModeSymlink == 0 && c.layout.IsShardDir(e.Name()) {
+			shards = append(shards, e)
+		}
+	}
+	return shards
 }
 
 // listPage bounds how many names one streamed listing keeps: a consumer of a
