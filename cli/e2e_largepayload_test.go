@@ -5,10 +5,12 @@ package cli_test
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -107,15 +109,46 @@ func sumFile(t *testing.T, name string) [32]byte {
 	return [32]byte(h.Sum(nil))
 }
 
-// runMeasured runs mqb to a clean end and returns its peak RSS in bytes.
+// runMeasured runs mqb to a clean end and returns its peak RSS in bytes:
+// the largest VmHWM read from /proc while it runs. wait4's ru_maxrss would
+// not do: a child started with vfork begins with the parent's high-water
+// mark, so it reports the test binary's peak whenever that is larger.
 func runMeasured(t *testing.T, args ...string) int64 {
 	t.Helper()
 	cmd := exec.Command(mqb, args...)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "mqb %s:\n%s", strings.Join(args, " "), out)
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	t.Logf("mqb %s: peak RSS %d KiB, %v", strings.Join(args, " "), ru.Maxrss, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
-	return ru.Maxrss << 10 // KiB on Linux
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var peak int64
+	for tick := time.NewTicker(5 * time.Millisecond); ; <-tick.C {
+		peak = max(peak, vmHWM(cmd.Process.Pid))
+		select {
+		case err := <-done:
+			tick.Stop()
+			require.NoError(t, err, "mqb %s:\n%s", strings.Join(args, " "), out.String())
+			t.Logf("mqb %s: peak RSS %d KiB, %v", strings.Join(args, " "), peak>>10, cmd.ProcessState.UserTime()+cmd.ProcessState.SystemTime())
+			return peak
+		default:
+		}
+	}
+}
+
+// vmHWM returns the peak resident set of process pid in bytes, or 0 once
+// it has exited.
+func vmHWM(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kib, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kib << 10
+		}
+	}
+	return 0
 }
 
 // killWhenWriting starts mqb and kills it with SIGKILL once a file ending

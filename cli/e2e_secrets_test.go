@@ -187,9 +187,10 @@ func TestSecretsNeverPrinted(t *testing.T) {
 
 // TestSecretsNotInMetrics scrapes /metrics while a route whose target URL
 // holds a password runs (PostgreSQL trusts local connections, so the
-// password is accepted and the route waits on its empty spool).
+// password is accepted and the route waits on its empty spool; the table
+// must exist, or the route stops at connect before anything is served).
 func TestSecretsNotInMetrics(t *testing.T) {
-	svcPostgres(t)
+	table := svcTable(t, svcPostgres(t), "n int PRIMARY KEY")
 	spool := t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -197,7 +198,7 @@ func TestSecretsNotInMetrics(t *testing.T) {
 	ln.Close()
 	cp := start(t, "--log-format", "json", "--log-level", "debug", "copy", "--metrics-addr", addr,
 		"--from", "dir-spool://"+spool+"?poll_interval=20ms",
-		"--to", "postgres://postgres:"+leak+"@127.0.0.1:5432/test?sslmode=disable&table="+svcUnique("mqb_secret_"))
+		"--to", "postgres://postgres:"+leak+"@127.0.0.1:5432/test?sslmode=disable&table="+table)
 	var body string
 	require.Eventually(t, func() bool {
 		resp, err := http.Get("http://" + addr + "/metrics")
