@@ -182,8 +182,8 @@ func (c *Consumer) next() *Delivery {
 
 // past looks for a chunk at start+1, +2, +4 ... +resumeReach (below the
 // producer's mark when the consumer opened), start itself being missing.
-// On finding one it looks at the names between once more and returns the
-// first there: a producer may have committed them meanwhile.
+// On finding one it looks at start and the names between once more and
+// returns the first there: a producer may have committed them meanwhile.
 func (c *Consumer) past(start uint64) (*Delivery, error) {
 	c.resume.gallops--
 	for step := uint64(1); step <= resumeReach; step *= 2 {
@@ -198,7 +198,7 @@ func (c *Consumer) past(start uint64) (*Delivery, error) {
 		if err != nil {
 			return nil, err
 		}
-		first, err := c.firstOf(start+1, s-1)
+		first, err := c.firstOf(start, s-1)
 		if first != nil || err != nil {
 			return first, err
 		}
