@@ -46,8 +46,7 @@ func (f *FS) Open(name string) (core.File, error) {
 	var opened *file
 	err := f.do("open", name, func(rootfd int) error {
 		return f.inParent(rootfd, name, func(dirfd int, base string) error {
-			fd, err := openat(dirfd, base,
-				unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|oLargefile, 0)
+			fd, err := openat(dirfd, base, oReadOnly, 0)
 			if err != nil {
 				return err
 			}
@@ -68,6 +67,72 @@ func (f *FS) Open(name string) (core.File, error) {
 		return nil, err
 	}
 	return opened, nil
+}
+
+// ReadWholeFile reads the regular file name whole (core.WholeFileReader):
+// open, the fstat that checks it is a regular file and gives its size, reads
+// up to that size, close. No File is made, so a small file costs no
+// allocation beyond the buffer, and no more system calls than Open, Read and
+// Close would make.
+func (f *FS) ReadWholeFile(name string, buf func(size int) []byte) ([]byte, error) {
+	var out []byte
+	err := f.do("read", name, func(rootfd int) error {
+		return f.inParent(rootfd, name, func(dirfd int, base string) error {
+			fd, err := openat(dirfd, base, oReadOnly, 0)
+			if err != nil {
+				return err
+			}
+			out, err = readWhole(fd, buf)
+			// Not retried on EINTR: Linux releases the descriptor even then.
+			if cerr := unix.Close(fd); err == nil {
+				err = cerr
+			}
+			return err
+		})
+	}, name)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// oReadOnly are the flags of a file opened for reading: never through a
+// link, and O_NONBLOCK so that a FIFO planted under a chunk's name cannot
+// block the open (regularSize then refuses it).
+const oReadOnly = unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC | oLargefile
+
+// readWhole reads the regular file open on fd into buf(size), or a new
+// buffer when that is too small, up to the size fstat gives.
+func readWhole(fd int, buf func(int) []byte) ([]byte, error) {
+	size, err := regularSize(fd)
+	if err != nil {
+		return nil, err
+	}
+	b := buf(int(size))
+	if cap(b) < int(size) {
+		b = make([]byte, size)
+	}
+	b = b[:size]
+	n := 0
+	for n < len(b) {
+		k, err := unix.Read(fd, b[n:])
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			// O_NONBLOCK honoured for a regular file: block like any read.
+			if err := clearNonblock(fd); err != nil {
+				return nil, err
+			}
+			continue
+		case err != nil:
+			return nil, err
+		case k == 0:
+			return b[:n], nil // it shrank since the fstat
+		}
+		n += k
+	}
+	return b, nil
 }
 
 // regularSize checks that fd, opened with O_NONBLOCK so that a FIFO could

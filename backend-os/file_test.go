@@ -88,6 +88,78 @@ func TestOpen(t *testing.T) {
 	})
 }
 
+func TestReadWholeFile(t *testing.T) {
+	forEachResolution(t, func(t *testing.T, fsys *osfs.FS, root string) {
+		writeFile(t, filepath.Join(root, "d", "f"), "content")
+		writeFile(t, filepath.Join(root, "empty"), "")
+		require.NoError(t, syscall.Mkfifo(filepath.Join(root, "fifo"), 0o600))
+
+		// Into the caller's buffer when it has room, asked for by size.
+		lent := make([]byte, 0, 64)
+		var asked []int
+		b, err := fsys.ReadWholeFile("d/f", func(n int) []byte { asked = append(asked, n); return lent })
+		require.NoError(t, err)
+		require.Equal(t, "content", string(b))
+		require.Equal(t, []int{7}, asked)
+		require.Same(t, &lent[:1][0], &b[0], "read into the lent buffer")
+
+		// A buffer too small, or none, gives a new one.
+		b, err = fsys.ReadWholeFile("d/f", func(int) []byte { return make([]byte, 3) })
+		require.NoError(t, err)
+		require.Equal(t, "content", string(b))
+		b, err = fsys.ReadWholeFile("d/f", func(int) []byte { return nil })
+		require.NoError(t, err)
+		require.Equal(t, "content", string(b))
+		b, err = fsys.ReadWholeFile("empty", func(int) []byte { return nil })
+		require.NoError(t, err)
+		require.Empty(t, b)
+
+		_, err = fsys.ReadWholeFile("missing", func(int) []byte { return nil })
+		requirePathErr(t, err, "missing", fs.ErrNotExist)
+		_, err = fsys.ReadWholeFile("d", func(int) []byte { return nil })
+		requirePathErr(t, err, "d", osfs.ErrNotRegular)
+		done := make(chan error, 1)
+		go func() { _, err := fsys.ReadWholeFile("fifo", func(int) []byte { return nil }); done <- err }()
+		select {
+		case err := <-done:
+			requirePathErr(t, err, "fifo", osfs.ErrNotRegular)
+		case <-time.After(5 * time.Second):
+			t.Fatal("ReadWholeFile blocked on a FIFO")
+		}
+	})
+}
+
+// TestReadWholeFileSizeAtOpen checks that a file read whole is read up to
+// the size it had when it was opened: bytes appended while it is read are
+// not, and a file cut short is returned as far as it goes.
+func TestReadWholeFileSizeAtOpen(t *testing.T) {
+	root := t.TempDir()
+	fsys, err := osfs.New(root, osfs.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { fsys.Close() })
+	path := filepath.Join(root, "f")
+	writeFile(t, path, "0123456789")
+
+	b, err := fsys.ReadWholeFile("f", func(n int) []byte {
+		// Between the fstat and the read: the file grows.
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+		require.NoError(t, err)
+		_, err = f.WriteString("abc")
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		return make([]byte, n, n+16)
+	})
+	require.NoError(t, err)
+	require.Equal(t, "0123456789", string(b))
+
+	b, err = fsys.ReadWholeFile("f", func(n int) []byte {
+		require.NoError(t, os.Truncate(path, 4)) // and now it shrinks
+		return make([]byte, n)
+	})
+	require.NoError(t, err)
+	require.Equal(t, "0123", string(b))
+}
+
 func TestReadDir(t *testing.T) {
 	forEachResolution(t, func(t *testing.T, fsys *osfs.FS, root string) {
 		require.NoError(t, fsys.Mkdir("d"))

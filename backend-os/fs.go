@@ -13,7 +13,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-var _ core.FS = (*FS)(nil)
+var (
+	_ core.FS              = (*FS)(nil)
+	_ core.WholeFileReader = (*FS)(nil)
+)
 
 // FS is a core.FS on the real filesystem, confined to one root directory.
 // On Linux it also implements core.DirWatcher (inotify) and core.FSSyncer

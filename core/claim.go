@@ -111,6 +111,9 @@ func readFile(fsys FS, name string, hint int) ([]byte, error) {
 // bytes the caller decodes and drops: the result then shares scratch's
 // memory.
 func readInto(fsys FS, name string, hint int, scratch []byte) ([]byte, error) {
+	if wr, ok := fsys.(WholeFileReader); ok {
+		return wr.ReadWholeFile(name, func(int) []byte { return scratch })
+	}
 	f, err := fsys.Open(name)
 	if err != nil {
 		return nil, err

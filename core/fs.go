@@ -22,8 +22,8 @@ import (
 //
 // Optional abilities are separate interfaces found by type assertion:
 // DirWatcher (wake-ups on new entries), DirScanner and DirInfoScanner
-// (streamed listings) and FSSyncer (one flush for the whole filesystem); a
-// File may be a SizedFile.
+// (streamed listings), WholeFileReader (a file read in one call) and FSSyncer
+// (one flush for the whole filesystem); a File may be a SizedFile.
 type FS interface {
 	// CreateExcl creates name for writing. It fails with fs.ErrExist when
 	// name already exists (even as a dangling symlink), and with
@@ -143,6 +143,20 @@ type SizedFile interface {
 	// OpenSize returns the file's size when it was opened, or -1 when it
 	// is not known.
 	OpenSize() int64
+}
+
+// WholeFileReader is implemented by an FS that reads a whole regular file
+// in one call, with no File in between: open, size, read, close. The
+// consumer reads payloads and sidecars through it when it can, which costs
+// less than Open, Read and Close in turn (no File to allocate, and less
+// code run between the system calls).
+type WholeFileReader interface {
+	// ReadWholeFile reads the regular file name, which had size bytes when
+	// it was opened, into buf(size) when that has room for size bytes, else
+	// into a new buffer, and returns the bytes read: size of them, or fewer
+	// when the file shrank while it was read. Bytes written after the open
+	// beyond size are not read. A symbolic link is not followed.
+	ReadWholeFile(name string, buf func(size int) []byte) ([]byte, error)
 }
 
 // FSSyncer is implemented by an FS that can flush every written file at

@@ -40,6 +40,9 @@ func (c *Consumer) LendPayloadBuffers(get func(size int) []byte) {
 
 // readLent is readFile reading a file of known size into a buffer from get.
 func readLent(fsys FS, name string, hint int, get func(int) []byte) ([]byte, error) {
+	if wr, ok := fsys.(WholeFileReader); ok {
+		return wr.ReadWholeFile(name, get)
+	}
 	f, err := fsys.Open(name)
 	if err != nil {
 		return nil, err
