@@ -21,8 +21,7 @@ func (f *FS) CreateExcl(name string) (core.File, error) {
 	var opened *file
 	err := f.do("create", name, func(rootfd int) error {
 		return f.inParent(rootfd, name, func(dirfd int, base string) error {
-			fd, err := openat(dirfd, base,
-				unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|oLargefile, f.fileMode)
+			fd, err := openat(dirfd, base, oCreateExcl, f.fileMode)
 			if err != nil {
 				return err
 			}
@@ -35,6 +34,61 @@ func (f *FS) CreateExcl(name string) (core.File, error) {
 		return nil, err
 	}
 	return opened, nil
+}
+
+// WriteNewFile creates name as CreateExcl does, writes data, syncs it when
+// sync is set, and closes it (core.WholeFileWriter), with no File in
+// between. Errors are *fs.PathError values with the Op of the step that
+// failed: create, write, sync or close.
+func (f *FS) WriteNewFile(name string, data []byte, sync bool) (made bool, err error) {
+	op := "create"
+	err = f.do(op, name, func(rootfd int) error {
+		return f.inParent(rootfd, name, func(dirfd int, base string) error {
+			op = "create"
+			fd, err := openat(dirfd, base, oCreateExcl, f.fileMode)
+			if err != nil {
+				return err
+			}
+			made = true
+			op, err = writeAllSync(fd, data, sync, f.flush)
+			if cerr := unix.Close(fd); err == nil && cerr != nil {
+				op, err = "close", cerr
+			}
+			return err
+		})
+	}, name)
+	if pe, ok := err.(*fs.PathError); ok {
+		pe.Op = op
+	}
+	return made, err
+}
+
+// oCreateExcl are the flags of a file created for writing: it must not
+// exist, even as a dangling link.
+const oCreateExcl = unix.O_CREAT | unix.O_EXCL | unix.O_WRONLY | unix.O_NOFOLLOW | unix.O_CLOEXEC | oLargefile
+
+// writeAllSync writes all of data to fd and, when sync is set, syncs it. It
+// returns the step that failed with its error.
+func writeAllSync(fd int, data []byte, sync bool, flush Flush) (string, error) {
+	for len(data) > 0 {
+		n, err := unix.Write(fd, data)
+		if err == unix.EINTR {
+			continue
+		}
+		if err == nil && n == 0 {
+			err = io.ErrShortWrite
+		}
+		if err != nil {
+			return "write", err
+		}
+		data = data[n:]
+	}
+	if sync {
+		if err := syncFD(fd, flush); err != nil {
+			return "sync", err
+		}
+	}
+	return "", nil
 }
 
 // Open opens the regular file name read-only. A symbolic link is never

@@ -52,6 +52,38 @@ func TestCreateExcl(t *testing.T) {
 	})
 }
 
+func TestWriteNewFile(t *testing.T) {
+	forEachResolution(t, func(t *testing.T, fsys *osfs.FS, root string) {
+		require.NoError(t, fsys.Mkdir("d"))
+		for _, sync := range []bool{false, true} {
+			name := fmt.Sprintf("d/f-%v", sync)
+			made, err := fsys.WriteNewFile(name, []byte("hello"), sync)
+			require.NoError(t, err)
+			require.True(t, made)
+			require.Equal(t, "hello", readFS(t, fsys, name))
+			fi, err := os.Stat(filepath.Join(root, name))
+			require.NoError(t, err)
+			require.Equal(t, fs.FileMode(0o600), fi.Mode().Perm(), "created with the FS's file mode")
+
+			made, err = fsys.WriteNewFile(name, []byte("other"), sync)
+			requirePathErr(t, err, name, fs.ErrExist)
+			require.False(t, made)
+			require.Equal(t, "hello", readFS(t, fsys, name), "a failed create must not touch the file")
+		}
+		made, err := fsys.WriteNewFile("empty", nil, false)
+		require.NoError(t, err)
+		require.True(t, made)
+		require.Empty(t, readFS(t, fsys, "empty"))
+
+		made, err = fsys.WriteNewFile("nodir/f", []byte("x"), false)
+		requirePathErr(t, err, "nodir/f", fs.ErrNotExist)
+		require.False(t, made)
+		var pe *fs.PathError
+		require.ErrorAs(t, err, &pe)
+		require.Equal(t, "create", pe.Op)
+	})
+}
+
 func TestOpen(t *testing.T) {
 	forEachResolution(t, func(t *testing.T, fsys *osfs.FS, root string) {
 		writeFile(t, filepath.Join(root, "d", "f"), "content")

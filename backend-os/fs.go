@@ -16,6 +16,7 @@ import (
 var (
 	_ core.FS              = (*FS)(nil)
 	_ core.WholeFileReader = (*FS)(nil)
+	_ core.WholeFileWriter = (*FS)(nil)
 )
 
 // FS is a core.FS on the real filesystem, confined to one root directory.

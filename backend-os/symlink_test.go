@@ -38,6 +38,14 @@ func TestSymlinksRefused(t *testing.T) {
 			},
 			"CreateExcl via dir link": func() (string, error) { _, err := fsys.CreateExcl("dirlink/new"); return "dirlink/new", err },
 			"CreateExcl via inner":    func() (string, error) { _, err := fsys.CreateExcl("innerlink/new"); return "innerlink/new", err },
+			"WriteNewFile dangling": func() (string, error) {
+				_, err := fsys.WriteNewFile("dirlink/new", []byte("x"), false)
+				return "dirlink/new", err
+			},
+			"WriteNewFile via inner": func() (string, error) {
+				_, err := fsys.WriteNewFile("innerlink/new", []byte("x"), true)
+				return "innerlink/new", err
+			},
 			"ReadDir dir link":        func() (string, error) { _, err := fsys.ReadDir("dirlink"); return "dirlink", err },
 			"ReadDir inner link":      func() (string, error) { _, err := fsys.ReadDir("innerlink"); return "innerlink", err },
 			"Rename into dir link":    func() (string, error) { return "a -> dirlink/a", fsys.Rename("a", "dirlink/a") },

@@ -22,8 +22,9 @@ import (
 //
 // Optional abilities are separate interfaces found by type assertion:
 // DirWatcher (wake-ups on new entries), DirScanner and DirInfoScanner
-// (streamed listings), WholeFileReader (a file read in one call) and FSSyncer
-// (one flush for the whole filesystem); a File may be a SizedFile.
+// (streamed listings), WholeFileReader and WholeFileWriter (a file read or
+// written in one call) and FSSyncer (one flush for the whole filesystem); a
+// File may be a SizedFile.
 type FS interface {
 	// CreateExcl creates name for writing. It fails with fs.ErrExist when
 	// name already exists (even as a dangling symlink), and with
@@ -157,6 +158,18 @@ type WholeFileReader interface {
 	// when the file shrank while it was read. Bytes written after the open
 	// beyond size are not read. A symbolic link is not followed.
 	ReadWholeFile(name string, buf func(size int) []byte) ([]byte, error)
+}
+
+// WholeFileWriter is implemented by an FS that creates, writes and closes a
+// file in one call, with no File in between. The producer writes payloads
+// given as bytes, and sidecars, through it when it can.
+type WholeFileWriter interface {
+	// WriteNewFile creates name exclusively, as CreateExcl does, writes
+	// data, syncs it when sync is set (as File.Sync) and closes it. made
+	// reports whether the file was created, even when a later step failed
+	// and left it partly written. Errors are *fs.PathError values whose Op
+	// says which step failed: "create", "write", "sync" or "close".
+	WriteNewFile(name string, data []byte, sync bool) (made bool, err error)
 }
 
 // FSSyncer is implemented by an FS that can flush every written file at

@@ -543,11 +543,25 @@ func (p *Producer) syncDirs(dirs []string) error {
 // writeFile creates name exclusively, writes the payload of m (a sidecar
 // comes as a Message of its bytes) and syncs it when the policy asks for a
 // sync per file. It makes missing shard directories. made reports whether
-// it created the file, even when a later step failed.
+// it created the file, even when a later step failed. Bytes go through
+// WholeFileWriter when the FS has it; a streamed Body through a File.
 func (p *Producer) writeFile(dir, name string, m *Message) (made bool, err error) {
-	f, err := p.createIn(dir, name)
+	sync := p.syncing() && p.perFileSync()
+	if w, ok := p.fsys.(WholeFileWriter); ok && m.Body == nil {
+		made, err = p.createIn(dir, name, func() (bool, error) { return w.WriteNewFile(name, m.Payload, sync) })
+		if made && err != nil {
+			err = p.stepErr(name, err)
+		}
+		return made, err
+	}
+	var f File
+	made, err = p.createIn(dir, name, func() (bool, error) {
+		var err error
+		f, err = p.fsys.CreateExcl(name)
+		return err == nil, err
+	})
 	if err != nil {
-		return false, err
+		return made, err
 	}
 	defer func() {
 		if cerr := f.Close(); cerr != nil && err == nil {
@@ -557,7 +571,7 @@ func (p *Producer) writeFile(dir, name string, m *Message) (made bool, err error
 	if err := writePayload(f, m, name); err != nil {
 		return true, p.errorf("write %s: %w", name, err)
 	}
-	if p.syncing() && p.perFileSync() {
+	if sync {
 		if err := f.Sync(); err != nil {
 			return true, p.fail(p.errorf("sync %s: %w", name, err))
 		}
@@ -565,31 +579,49 @@ func (p *Producer) writeFile(dir, name string, m *Message) (made bool, err error
 	return true, nil
 }
 
-// createIn creates name in dir, making dir (and its parents) when missing. A
-// consumer may remove an empty shard directory at any moment, so a create
-// that finds its directory gone makes it again.
-func (p *Producer) createIn(dir, name string) (File, error) {
+// stepErr explains a failure of WriteNewFile after it created name: a
+// failed sync leaves the page cache in a state nobody knows, so it stops
+// the producer (as File.Sync failing does); a write or close fails the
+// batch.
+func (p *Producer) stepErr(name string, err error) error {
+	var pe *fs.PathError
+	errors.As(err, &pe)
+	switch {
+	case pe != nil && pe.Op == "sync":
+		return p.fail(p.errorf("sync %s: %w", name, err))
+	case pe != nil && pe.Op == "close":
+		return p.errorf("close %s: %w", name, err)
+	}
+	return p.errorf("write %s: %w", name, err)
+}
+
+// createIn runs create, which creates name in dir, making dir (and its
+// parents) when missing. A consumer may remove an empty shard directory at
+// any moment, so a create that finds its directory gone makes it again.
+// create reports whether it created the file; an error after that is
+// returned as it is, with made set.
+func (p *Producer) createIn(dir, name string, create func() (made bool, err error)) (made bool, err error) {
 	for attempt := 0; ; attempt++ {
 		if !p.madeDirs[dir] {
 			if err := p.makeDirs(dir); err != nil {
-				return nil, err
+				return false, err
 			}
 		}
-		f, err := p.fsys.CreateExcl(name)
-		if err == nil {
-			return f, nil
+		made, err := create()
+		if err == nil || made {
+			return made, err
 		}
 		if errors.Is(err, fs.ErrNotExist) && attempt < 3 {
 			delete(p.madeDirs, dir)
 			continue
 		}
 		if lerr := explainLink(p.fsys, p.opts.Path, "create "+name, name, err); lerr != nil {
-			return nil, lerr
+			return false, lerr
 		}
 		if errors.Is(err, fs.ErrExist) {
-			return nil, p.errorf("create %s: %w (another producer is writing this spool, or claims are disabled)", name, err)
+			return false, p.errorf("create %s: %w (another producer is writing this spool, or claims are disabled)", name, err)
 		}
-		return nil, p.errorf("create %s: %w", name, err)
+		return false, p.errorf("create %s: %w", name, err)
 	}
 }
 
