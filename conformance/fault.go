@@ -65,7 +65,9 @@ func NewFaultFS(inner core.FS) *FaultFS {
 }
 
 // FS returns the faulty view of the wrapped FS. It implements
-// core.DirWatcher and core.FSSyncer exactly when the wrapped FS does.
+// core.DirWatcher, core.FSSyncer, and core.WholeFileReader with
+// core.WholeFileWriter, exactly when the wrapped FS does; a whole-file
+// write is counted (and fails) as its create, write, sync and close.
 func (f *FaultFS) FS() core.FS { return f.view }
 
 // Fail arms the FaultFS to fail, once, the nth operation of kind counted

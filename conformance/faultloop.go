@@ -21,6 +21,37 @@ func faultChecks() []check {
 		{"FaultInjectionBatch", func(t TB, e *env) { checkFaults(t, e, "fsync=batch") }},
 		{"FaultInjectionNone", func(t TB, e *env) { checkFaults(t, e, "fsync=none") }},
 		{"FaultInjectionNonAtomic", func(t TB, e *env) { checkFaults(t, e, "fsync=chunk&atomic=false") }},
+		{"FaultInjectionFailedSyncStops", checkFailedSyncStops},
+	}
+}
+
+// checkFailedSyncStops fails the sync of one chunk file under each policy
+// that syncs files one by one: after a failed fsync nobody knows what the
+// page cache still holds, so the producer must fail that write and every
+// later one (core.ErrProducerFailed), and the failed chunk must not be
+// visible.
+func checkFailedSyncStops(t TB, e *env) {
+	for _, q := range []string{"fsync=chunk", "fsync=chunk&atomic=false"} {
+		ff := NewFaultFS(e.newFS())
+		p, err := core.OpenProducer(ff.FS(), spoolOptions(t, q))
+		noErr(t, "OpenProducer", err)
+		_, err = p.Write(e.ctx, testMessages("a", 0, 2))
+		noErr(t, "Write", err)
+		ff.Fail(OpSync, 0, syscall.EIO)
+		_, err = p.Write(e.ctx, testMessages("b", 0, 1))
+		if !errors.Is(err, ErrInjected) || !errors.Is(err, core.ErrProducerFailed) {
+			t.Errorf("%s: Write with a failing fsync = %v, want the injected error and ErrProducerFailed", q, err)
+		}
+		if ff.Injected() != 1 {
+			t.Fatalf("%s: the fsync fault was not reached (%d injected)", q, ff.Injected())
+		}
+		if _, err := p.Write(e.ctx, testMessages("c", 0, 1)); !errors.Is(err, core.ErrProducerFailed) {
+			t.Errorf("%s: Write after a failed fsync = %v, want ErrProducerFailed", q, err)
+		}
+		p.Close()
+		if left := chunkFiles(tree(t, ff.FS())); len(left) != 2*2 {
+			t.Errorf("%s: after a failed fsync the spool holds %q, want the first 2 chunks only", q, left)
+		}
 	}
 }
 

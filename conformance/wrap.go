@@ -61,30 +61,97 @@ type hookFS struct {
 }
 
 // wrapFS returns inner wrapped by before, with exactly the optional
-// interfaces (DirWatcher, FSSyncer) that inner has.
+// interfaces (DirWatcher, FSSyncer, and WholeFileReader with
+// WholeFileWriter) that inner has.
 func wrapFS(inner core.FS, before func(Op) error) core.FS {
 	h := &hookFS{inner: inner, before: before}
 	_, w := inner.(core.DirWatcher)
 	_, s := inner.(core.FSSyncer)
+	_, x := inner.(core.WholeFileWriter)
+	if _, r := inner.(core.WholeFileReader); r != x {
+		panic("conformance: an FS with only one of WholeFileReader and WholeFileWriter")
+	}
+	type W = watchOf
+	type S = syncAllOf
+	type X = wholeOf
 	switch {
+	case w && s && x:
+		return struct {
+			*hookFS
+			W
+			S
+			X
+		}{h, W{h}, S{h}, X{h}}
 	case w && s:
 		return struct {
 			*hookFS
-			watchOf
-			syncAllOf
-		}{h, watchOf{h}, syncAllOf{h}}
+			W
+			S
+		}{h, W{h}, S{h}}
+	case w && x:
+		return struct {
+			*hookFS
+			W
+			X
+		}{h, W{h}, X{h}}
+	case s && x:
+		return struct {
+			*hookFS
+			S
+			X
+		}{h, S{h}, X{h}}
 	case w:
 		return struct {
 			*hookFS
-			watchOf
-		}{h, watchOf{h}}
+			W
+		}{h, W{h}}
 	case s:
 		return struct {
 			*hookFS
-			syncAllOf
-		}{h, syncAllOf{h}}
+			S
+		}{h, S{h}}
+	case x:
+		return struct {
+			*hookFS
+			X
+		}{h, X{h}}
 	}
 	return h
+}
+
+// wholeOf gives a wrapped FS the whole-file calls of its inner FS. A write
+// is made of the wrapper's own CreateExcl, Write, Sync and Close, so that
+// each step is seen, and can fail, on its own; a read is seen as an open
+// and a read, then done by the inner FS.
+type wholeOf struct{ h *hookFS }
+
+func (x wholeOf) WriteNewFile(name string, data []byte, sync bool) (made bool, err error) {
+	f, err := x.h.CreateExcl(name)
+	if err != nil {
+		return false, err
+	}
+	op := "write"
+	_, err = f.Write(data)
+	if err == nil && sync {
+		op, err = "sync", f.Sync()
+	}
+	if cerr := f.Close(); err == nil && cerr != nil {
+		op, err = "close", cerr
+	}
+	if err != nil {
+		return true, &fs.PathError{Op: op, Path: name, Err: err}
+	}
+	return true, nil
+}
+
+func (x wholeOf) ReadWholeFile(name string, buf func(int) []byte) ([]byte, error) {
+	if err := x.h.before(Op{Kind: OpOpen, Name: name}); err != nil {
+		return nil, err
+	}
+	if err := x.h.before(Op{Kind: OpRead, Name: name}); err != nil {
+		return nil, err
+	}
+	return x.h.inner.(core.WholeFileReader).ReadWholeFile(name, buf)
 }
 
 type watchOf struct{ h *hookFS }

@@ -579,20 +579,19 @@ func (p *Producer) writeFile(dir, name string, m *Message) (made bool, err error
 	return true, nil
 }
 
-// stepErr explains a failure of WriteNewFile after it created name: a
-// failed sync leaves the page cache in a state nobody knows, so it stops
-// the producer (as File.Sync failing does); a write or close fails the
-// batch.
+// stepErr explains a failure of WriteNewFile after it created name (its
+// *fs.PathError already names the step and the file): a failed sync leaves
+// the page cache in a state nobody knows, so it stops the producer (as
+// File.Sync failing does); a failed write or close fails the batch.
 func (p *Producer) stepErr(name string, err error) error {
 	var pe *fs.PathError
-	errors.As(err, &pe)
-	switch {
-	case pe != nil && pe.Op == "sync":
-		return p.fail(p.errorf("sync %s: %w", name, err))
-	case pe != nil && pe.Op == "close":
-		return p.errorf("close %s: %w", name, err)
+	if !errors.As(err, &pe) {
+		return p.errorf("write %s: %w", name, err)
 	}
-	return p.errorf("write %s: %w", name, err)
+	if pe.Op == "sync" {
+		return p.fail(p.errorf("%w", err))
+	}
+	return p.errorf("%w", err)
 }
 
 // createIn runs create, which creates name in dir, making dir (and its
