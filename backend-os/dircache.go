@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -16,10 +17,10 @@ const dirCacheSize = 16
 
 // dirCache keeps descriptors of the subdirectories that calls used last,
 // so that a spool working in a shard directory does not resolve (openat2)
-// and close that directory again for every name in it. An FS has two: one
-// of O_PATH descriptors, through which every call but SyncDir reaches the
-// names in a directory, and one of readable descriptors for SyncDir (fsync
-// needs one).
+// and close that directory again for every name in it. Every call reaches
+// the names in a directory through the kept descriptor (O_PATH on Linux),
+// and SyncDir syncs through a readable descriptor opened from it, so that
+// it syncs the very directory the calls changed.
 //
 // A kept descriptor stays on the directory it was resolved to. When that
 // directory is removed, by this FS or by another process (a consumer
@@ -31,23 +32,11 @@ const dirCacheSize = 16
 // on a fresh resolution (see inParent), so a directory that was removed and
 // made again is never used through the old descriptor, and the result is
 // the one a fresh resolution gives. fsync of a removed directory succeeds,
-// so SyncDir checks after each sync through a kept descriptor that the
-// directory still has a link (fstat): if not, it was removed, perhaps made
-// again, and SyncDir syncs a fresh resolution of the name. The FS's own
-// Remove, Rename and Mkdir drop the descriptors they make out of date at
-// once.
-//
-// A kept descriptor never lets a name escape the root: it was resolved
-// beneath the root without following links, only single elements (never
-// "..", never a link: O_NOFOLLOW) are looked up through it, and a link
-// planted later at the directory's name means the directory was removed or
-// renamed first. What a descriptor cannot tell is that another process
-// renamed its directory: the FS keeps reaching the directory under its old
-// name while the descriptor is kept. The spool protocol never renames
-// directories, and without the cache the same happens when such a rename
-// falls between the resolution of a directory and the *at call that uses
-// it. Either way no symbolic link is followed and only entries of that
-// directory are reached.
+// so SyncDir checks (fstat) that a kept directory still has a link, unless
+// a call through it succeeded since the last SyncDir: then the directory
+// to sync is the one that call changed, whatever happened to its name
+// since (see FS.SyncDir). The FS's own Remove, Rename and Mkdir drop the
+// descriptors they make out of date at once.
 type dirCache struct {
 	mu      sync.Mutex
 	entries []*dirRef // least recently used first
@@ -58,8 +47,20 @@ type dirCache struct {
 type dirRef struct {
 	name    string
 	fd      int
+	sync    int  // readable descriptor of the same directory for fsync, -1 until SyncDir opens it (fd when fd is readable)
 	refs    int  // calls using fd; guarded by dirCache.mu
 	dropped bool // not (or no longer) in the cache: close at refs == 0
+	// changed is set when a call through fd succeeds and cleared by
+	// SyncDir: the directory fd refers to was in place at that call.
+	changed atomic.Bool
+}
+
+// closeFDs closes d's descriptors.
+func (d *dirRef) closeFDs() {
+	if d.sync >= 0 && d.sync != d.fd {
+		unix.Close(d.sync)
+	}
+	unix.Close(d.fd)
 }
 
 // get returns a descriptor of the directory name (not "."), from the cache
@@ -87,7 +88,10 @@ func (c *dirCache) get(name string, fresh bool, open func() (int, error)) (d *di
 	if err != nil {
 		return nil, false, err
 	}
-	d = &dirRef{name: name, fd: fd, refs: 1}
+	d = &dirRef{name: name, fd: fd, sync: -1, refs: 1}
+	if oDirPath == unix.O_RDONLY {
+		d.sync = fd // readable already
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -111,8 +115,25 @@ func (c *dirCache) put(d *dirRef) {
 	closeIt := d.refs == 0 && d.dropped
 	c.mu.Unlock()
 	if closeIt {
-		unix.Close(d.fd)
+		d.closeFDs()
 	}
+}
+
+// syncFD returns a readable descriptor of d's directory, for fsync: fd
+// itself where the kept descriptors are readable, else one opened through
+// fd (so of the same directory, even one whose name was removed since) and
+// kept with d.
+func (c *dirCache) syncFD(d *dirRef) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d.sync < 0 {
+		fd, err := openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1, err
+		}
+		d.sync = fd
+	}
+	return d.sync, nil
 }
 
 // forget drops the descriptors of name and of every directory below it.
@@ -137,9 +158,12 @@ func (c *dirCache) close() {
 	}
 }
 
+// find returns the index of name's entry, or -1. It looks from the most
+// recently used end, where a spool working in one shard directory finds it
+// at once.
 func (c *dirCache) find(name string) int {
-	for i, d := range c.entries {
-		if d.name == name {
+	for i := len(c.entries) - 1; i >= 0; i-- {
+		if c.entries[i].name == name {
 			return i
 		}
 	}
@@ -153,6 +177,6 @@ func (c *dirCache) removeAt(i int) {
 	c.entries = slices.Delete(c.entries, i, i+1)
 	d.dropped = true
 	if d.refs == 0 {
-		unix.Close(d.fd)
+		d.closeFDs()
 	}
 }

@@ -61,6 +61,18 @@ func TestRemovedDirRefusesEntries(t *testing.T) {
 			if flags == unix.O_RDONLY {
 				require.NoError(t, unix.Fsync(dfd), "fsync does not tell")
 			}
+			// SyncDir opens its readable descriptor through the kept one:
+			// of the same directory, removed or not.
+			sfd, err := unix.Openat(dfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			if err == nil {
+				var sst unix.Stat_t
+				require.NoError(t, unix.Fstat(sfd, &sst))
+				require.Equal(t, st.Ino, sst.Ino, "\".\" through a kept descriptor is its own directory")
+				require.NoError(t, unix.Fsync(sfd))
+				unix.Close(sfd)
+			} else {
+				require.Equal(t, unix.ENOENT, err, "opening \".\" in a removed directory")
+			}
 		})
 	}
 }
@@ -166,6 +178,42 @@ func TestDirCacheRemovedByOthers(t *testing.T) {
 		requirePathErr(t, fsys.Remove("a/b/u"), "a/b/u", osfs.ErrSymlink)
 		requireNotExist(t, filepath.Join(outside, "n"))
 		require.FileExists(t, filepath.Join(outside, "u"))
+	})
+}
+
+// TestSyncDirSyncsWhatChanged has another process remove and make again a
+// directory right after this FS renamed a file into it: the SyncDir that
+// follows syncs the directory the rename went into (the removed one; a
+// power cut must not undo the rename before the removal), with no fstat
+// to check its link. Once synced, the next SyncDir looks again and moves to
+// the directory made again.
+func TestSyncDirSyncsWhatChanged(t *testing.T) {
+	forEachResolution(t, func(t *testing.T, fsys *osfs.FS, root string) {
+		dir := filepath.Join(root, "a", "b")
+		require.NoError(t, os.MkdirAll(dir, 0o700))
+		inode := func() uint64 {
+			t.Helper()
+			fi, err := os.Stat(dir)
+			require.NoError(t, err)
+			return fi.Sys().(*syscall.Stat_t).Ino
+		}
+		require.NoError(t, fsys.SyncDir("a/b")) // kept, nothing changed since
+		old := inode()
+		createFS(t, fsys, "a/b/t", "x")
+		require.NoError(t, fsys.Rename("a/b/t", "a/b/u"))
+		require.NoError(t, os.RemoveAll(dir))
+		require.NoError(t, os.MkdirAll(dir, 0o700))
+		require.NotEqual(t, old, inode())
+
+		require.NoError(t, fsys.SyncDir("a/b"))
+		ino, kept := osfs.KeptSyncDirIno(fsys, "a/b")
+		require.True(t, kept)
+		require.Equal(t, old, ino, "the directory the rename changed was synced")
+
+		require.NoError(t, fsys.SyncDir("a/b"))
+		ino, kept = osfs.KeptSyncDirIno(fsys, "a/b")
+		require.True(t, kept)
+		require.Equal(t, inode(), ino, "with nothing changed since, SyncDir moves to the directory at the name")
 	})
 }
 

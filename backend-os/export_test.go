@@ -28,14 +28,14 @@ func RenamesDirectories(f *FS) bool { return f.renamesDirs() }
 // KeptSyncDirIno returns the inode of the descriptor SyncDir keeps for
 // name, if it keeps one.
 func KeptSyncDirIno(f *FS, name string) (uint64, bool) {
-	f.syncDirs.mu.Lock()
-	defer f.syncDirs.mu.Unlock()
-	i := f.syncDirs.find(name)
-	if i < 0 {
+	f.dirs.mu.Lock()
+	defer f.dirs.mu.Unlock()
+	i := f.dirs.find(name)
+	if i < 0 || f.dirs.entries[i].sync < 0 {
 		return 0, false
 	}
 	var st unix.Stat_t
-	if unix.Fstat(f.syncDirs.entries[i].fd, &st) != nil {
+	if unix.Fstat(f.dirs.entries[i].sync, &st) != nil {
 		return 0, false
 	}
 	return uint64(st.Ino), true

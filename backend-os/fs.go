@@ -60,8 +60,7 @@ type FS struct {
 	rootMu sync.RWMutex
 	rootfd int
 
-	dirs     dirCache // O_PATH descriptors of subdirectories, to reach names in them
-	syncDirs dirCache // readable descriptors of subdirectories, for SyncDir
+	dirs dirCache // descriptors of subdirectories (O_PATH on Linux), to reach names in them and sync them
 
 	mu      sync.Mutex // guards watcher and closed
 	watcher *watcher
@@ -135,7 +134,6 @@ func (f *FS) Close() error {
 		return &fs.PathError{Op: "close", Path: f.root, Err: fs.ErrClosed}
 	}
 	f.dirs.close()
-	f.syncDirs.close()
 	return pathErr("close", f.root, unix.Close(fd))
 }
 
@@ -178,6 +176,10 @@ func (f *FS) Rename(oldname, newname string) error {
 				return err
 			}
 			err = f.renameNoReplace(from.fd, from.base, to.fd, to.base)
+			if err == nil {
+				from.succeeded()
+				to.succeeded()
+			}
 			f.release(from)
 			f.release(to)
 			if err == nil {
@@ -253,6 +255,14 @@ func (f *FS) Mkdir(name string) error {
 // SyncDir makes durable every creation, rename and removal of entries of the
 // directory name so far, by fsync on the directory (F_FULLFSYNC on macOS,
 // see Flush).
+//
+// When another process removed the directory and made it again since this
+// FS last reached it, SyncDir syncs the directory now at name, unless a
+// call of this FS succeeded in the old one since the last SyncDir of name:
+// then it syncs the old one, where that call's change went (a change in
+// the new one would have made this FS reach the new one). So every change
+// this FS made is synced, with no system call beyond the fsync in the
+// usual case, where the changes come right before the sync.
 func (f *FS) SyncDir(name string) error {
 	return f.do("syncdir", name, func(rootfd int) error { return f.fsyncDir(rootfd, name) }, name)
 }
@@ -262,19 +272,24 @@ func (f *FS) fsyncDir(rootfd int, name string) error {
 		return syncFD(rootfd, f.flush)
 	}
 	for fresh := false; ; fresh = true {
-		d, cached, err := f.syncDirs.get(name, fresh, func() (int, error) {
-			return f.openBeneath(rootfd, name, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		d, cached, err := f.dirs.get(name, fresh, func() (int, error) {
+			return f.openBeneath(rootfd, name, oDirPath|unix.O_DIRECTORY, 0)
 		})
 		if err != nil {
 			return err
 		}
-		err = syncFD(d.fd, f.flush)
+		fd, err := f.dirs.syncFD(d)
+		if err == nil {
+			err = syncFD(fd, f.flush)
+		}
+		changed := d.changed.Swap(false)
 		// fsync of a removed directory succeeds: only after the sync is it
-		// known that the kept descriptor still was the directory at name
-		// (the directory cannot have been made again under it before
-		// being removed). A removed one is dropped and name resolved afresh.
-		stale := err == nil && cached && dirRemoved(d.fd)
-		f.syncDirs.put(d)
+		// known that a kept descriptor nothing changed through since the
+		// last sync still was the directory at name (it cannot have been
+		// made again under it before being removed). A removed one is
+		// dropped and name resolved afresh.
+		stale := cached && (mayBeStale(err) || (err == nil && !changed && dirRemoved(fd)))
+		f.dirs.put(d)
 		if !stale {
 			return err
 		}
@@ -296,5 +311,4 @@ func dirRemoved(fd int) bool {
 // below it.
 func (f *FS) forgetDir(name string) {
 	f.dirs.forget(name)
-	f.syncDirs.forget(name)
 }

@@ -96,6 +96,14 @@ func (f *FS) parentAt(rootfd int, name string, fresh bool) (parent, error) {
 	return parent{fd: d.fd, base: name[i+1:], dir: d, cached: cached}, nil
 }
 
+// succeeded notes that a call through p's directory succeeded (see
+// FS.SyncDir).
+func (p parent) succeeded() {
+	if p.dir != nil {
+		p.dir.changed.Store(true)
+	}
+}
+
 func (f *FS) release(p parent) {
 	if p.dir != nil {
 		f.dirs.put(p.dir)
@@ -117,6 +125,9 @@ func (f *FS) inParent(rootfd int, name string, op func(dirfd int, base string) e
 			return err
 		}
 		err = op(p.fd, p.base)
+		if err == nil {
+			p.succeeded()
+		}
 		stale := p.cached && mayBeStale(err) && (err != unix.ENOENT || dirRemoved(p.fd))
 		f.release(p)
 		if !stale {
