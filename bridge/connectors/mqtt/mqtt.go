@@ -190,38 +190,48 @@ func decode(v *option.Values) (*config, error) {
 	if c.maxReconnect < time.Second {
 		c.maxReconnect = time.Second
 	}
+	if c.tlsConfig, err = tlsConfig(v, c.tls, c.broker); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// tlsConfig builds the TLS settings of an mqtts:// broker from ca_file,
+// cert_file, key_file and insecure_skip_verify; nil without TLS, where
+// those options are refused.
+func tlsConfig(v *option.Values, useTLS bool, broker string) (*tls.Config, error) {
 	caFile, certFile, keyFile := v.String("ca_file"), v.String("cert_file"), v.String("key_file")
 	insecure := v.Bool("insecure_skip_verify")
 	if (certFile == "") != (keyFile == "") {
 		return nil, &option.Error{Field: "cert_file", Msg: "and key_file must be given together"}
 	}
-	if !c.tls && (caFile != "" || certFile != "" || insecure) {
-		return nil, &option.Error{Field: "tls", Msg: "is needed by ca_file, cert_file, key_file and insecure_skip_verify (use mqtts://)"}
-	}
-	if c.tls {
-		host, _, _ := net.SplitHostPort(c.broker)
-		tc := &tls.Config{ServerName: host, InsecureSkipVerify: insecure, MinVersion: tls.VersionTLS12} //nolint:gosec // the user asked for it
-		if caFile != "" {
-			pem, err := os.ReadFile(caFile)
-			if err != nil {
-				return nil, &option.Error{Field: "ca_file", Value: caFile, Msg: err.Error()}
-			}
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(pem) {
-				return nil, &option.Error{Field: "ca_file", Value: caFile, Msg: "holds no PEM certificate"}
-			}
-			tc.RootCAs = pool
+	if !useTLS {
+		if caFile != "" || certFile != "" || insecure {
+			return nil, &option.Error{Field: "tls", Msg: "is needed by ca_file, cert_file, key_file and insecure_skip_verify (use mqtts://)"}
 		}
-		if certFile != "" {
-			cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-			if err != nil {
-				return nil, &option.Error{Field: "cert_file", Value: certFile, Msg: err.Error()}
-			}
-			tc.Certificates = []tls.Certificate{cert}
-		}
-		c.tlsConfig = tc
+		return nil, nil
 	}
-	return c, nil
+	host, _, _ := net.SplitHostPort(broker)
+	tc := &tls.Config{ServerName: host, InsecureSkipVerify: insecure, MinVersion: tls.VersionTLS12} //nolint:gosec // the user asked for it
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, &option.Error{Field: "ca_file", Value: caFile, Msg: err.Error()}
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, &option.Error{Field: "ca_file", Value: caFile, Msg: "holds no PEM certificate"}
+		}
+		tc.RootCAs = pool
+	}
+	if certFile != "" {
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, &option.Error{Field: "cert_file", Value: certFile, Msg: err.Error()}
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
 }
 
 // brokerURL is the broker's address as Paho wants it; it never holds

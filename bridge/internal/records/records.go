@@ -306,74 +306,95 @@ func (b *Batch) Commit() {
 func (e *Encoder) Encode(payloads [][]byte, ids []string) (*Batch, error) {
 	out := &Batch{e: e}
 	var buf bytes.Buffer
-	header, index, start := e.header, e.index, e.start
-	var cw *csv.Writer
+	var rows *csvRows
 	if e.format == CSV {
-		cw = csv.NewWriter(&buf)
-		cw.Comma = e.comma
+		rows = &csvRows{w: csv.NewWriter(&buf), header: e.header, index: e.index, start: e.start}
+		rows.w.Comma = e.comma
 	}
 	for i, p := range payloads {
-		bad := func(format string, args ...any) error {
-			return bridge.Reject(fmt.Errorf("message %s: "+format, append([]any{ids[i]}, args...)...))
-		}
+		var err error
 		switch e.format {
 		case Raw:
 			buf.Write(p)
 		case Lines:
 			if bytes.IndexByte(p, '\n') >= 0 {
-				return nil, bad("payload has a line break, which format=lines cannot hold (use format=json or raw)")
+				err = errors.New("payload has a line break, which format=lines cannot hold (use format=json or raw)")
 			}
 			buf.Write(p)
 			buf.WriteByte('\n')
 		case JSON:
-			if !json.Valid(p) {
-				return nil, bad("payload is not a JSON document, which format=json requires (use format=lines or raw)")
-			}
-			if bytes.ContainsAny(p, "\r\n") {
-				if err := json.Compact(&buf, p); err != nil {
-					return nil, bad("compact JSON payload: %v", err)
-				}
-			} else {
-				buf.Write(p)
-			}
-			buf.WriteByte('\n')
+			err = writeJSONLine(&buf, p)
 		case CSV:
-			keys, vals, err := flatObject(p)
-			if err != nil {
-				return nil, bad("%v (format=csv writes JSON objects of scalar values as rows)", err)
-			}
-			if start && header == nil {
-				header = keys
-				index = make(map[string]int, len(keys))
-				for j, k := range keys {
-					index[k] = j
-				}
-				if err := cw.Write(header); err != nil {
-					return nil, bad("write header: %v", err)
-				}
-			}
-			row := make([]string, len(header))
-			for j, k := range keys {
-				at, ok := index[k]
-				if !ok {
-					return nil, bad("field %q is not a column of the CSV header (%s)", k, csvJoin(header))
-				}
-				row[at] = vals[j]
-			}
-			if err := cw.Write(row); err != nil {
-				return nil, bad("write row: %v", err)
-			}
+			err = rows.write(p)
+		}
+		if err != nil {
+			return nil, bridge.Reject(fmt.Errorf("message %s: %w", ids[i], err))
 		}
 	}
-	if cw != nil {
-		cw.Flush()
-		if err := cw.Error(); err != nil {
+	if rows != nil {
+		rows.w.Flush()
+		if err := rows.w.Error(); err != nil {
 			return nil, err
 		}
-		out.header = header
+		out.header = rows.header
 	}
 	out.Data = buf.Bytes()
 	return out, nil
+}
+
+// writeJSONLine writes a JSON payload as one line.
+func writeJSONLine(buf *bytes.Buffer, p []byte) error {
+	if !json.Valid(p) {
+		return errors.New("payload is not a JSON document, which format=json requires (use format=lines or raw)")
+	}
+	if bytes.ContainsAny(p, "\r\n") {
+		if err := json.Compact(buf, p); err != nil {
+			return fmt.Errorf("compact JSON payload: %w", err)
+		}
+	} else {
+		buf.Write(p)
+	}
+	buf.WriteByte('\n')
+	return nil
+}
+
+// csvRows writes the rows of one Encode: the header first when the file
+// has none yet, taken from the first object's keys.
+type csvRows struct {
+	w      *csv.Writer
+	header []string
+	index  map[string]int
+	start  bool
+}
+
+// write writes a JSON object of scalar values as a row.
+func (r *csvRows) write(p []byte) error {
+	keys, vals, err := flatObject(p)
+	if err != nil {
+		return fmt.Errorf("%w (format=csv writes JSON objects of scalar values as rows)", err)
+	}
+	if r.start && r.header == nil {
+		r.header = keys
+		r.index = make(map[string]int, len(keys))
+		for j, k := range keys {
+			r.index[k] = j
+		}
+		if err := r.w.Write(r.header); err != nil {
+			return fmt.Errorf("write header: %w", err)
+		}
+	}
+	row := make([]string, len(r.header))
+	for j, k := range keys {
+		at, ok := r.index[k]
+		if !ok {
+			return fmt.Errorf("field %q is not a column of the CSV header (%s)", k, csvJoin(r.header))
+		}
+		row[at] = vals[j]
+	}
+	if err := r.w.Write(row); err != nil {
+		return fmt.Errorf("write row: %w", err)
+	}
+	return nil
 }
 
 func csvJoin(h []string) string {
