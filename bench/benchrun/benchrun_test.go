@@ -157,3 +157,19 @@ func TestSizes(t *testing.T) {
 		assert.Equal(t, want, FormatSize(n), "FormatSize(%d)", n)
 	}
 }
+
+func TestReportSummary(t *testing.T) {
+	rep := &Report{Results: []Result{
+		{Op: OpProduce, Name: "fsync=none/batch=1", RatioToRaw: 0.95},
+		{Op: OpConsume, Name: "fsync=chunk/batch=256", RatioToRaw: 0.81},
+		{Op: OpConsume, Name: "fsync=none/batch=1", RatioToRaw: 0.90},
+		{Op: OpProduce, Name: "fsync=chunk/batch=1", RatioToRaw: 1.02},
+	}}
+	var buf bytes.Buffer
+	rep.writeSummary(&buf)
+	assert.Equal(t, "\n3 of 4 cells at 0.90 x raw or above; median 0.93; lowest 0.81 (consume fsync=chunk/batch=256)\n", buf.String())
+
+	buf.Reset()
+	(&Report{Results: rep.Results[:1]}).writeSummary(&buf)
+	assert.Empty(t, buf.String(), "one cell needs no summary")
+}

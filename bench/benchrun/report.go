@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -85,6 +86,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		return err
 	}
 	r.writeRawStrategies(w)
+	r.writeSummary(w)
 	if _, err := fmt.Fprintln(w, "\nx raw: spool msgs/s over raw-syscall msgs/s measured in the same rounds (1.00 = no overhead)."); err != nil {
 		return err
 	}
@@ -130,6 +132,36 @@ func (r *Report) writeTable(w io.Writer, vary map[string]bool) error {
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	return tw.Flush()
+}
+
+// summaryAt is the ratio to raw the summary line counts cells against.
+const summaryAt = 0.9
+
+// writeSummary writes, for a run of more than one cell, how many cells
+// reached summaryAt x raw, the median ratio and the lowest cell.
+func (r *Report) writeSummary(w io.Writer) {
+	if len(r.Results) < 2 {
+		return
+	}
+	ratios := make([]float64, len(r.Results))
+	low, reached := 0, 0
+	for i, x := range r.Results {
+		ratios[i] = x.RatioToRaw
+		if x.RatioToRaw >= summaryAt {
+			reached++
+		}
+		if x.RatioToRaw < r.Results[low].RatioToRaw {
+			low = i
+		}
+	}
+	slices.Sort(ratios)
+	median := ratios[len(ratios)/2]
+	if len(ratios)%2 == 0 {
+		median = (ratios[len(ratios)/2-1] + median) / 2
+	}
+	lx := r.Results[low]
+	fmt.Fprintf(w, "\n%d of %d cells at %.2f x raw or above; median %.2f; lowest %.2f (%s %s)\n",
+		reached, len(ratios), summaryAt, median, lx.RatioToRaw, lx.Op, lx.Name)
 }
 
 // writeRawStrategies lists each raw strategy's msgs/s for the cells that
