@@ -59,6 +59,8 @@ type Consumer struct {
 	streamAbove       int64            // payloads larger stay on disk (SetStreamAbove); 0: none
 	lend              func(int) []byte // lends payload buffers (LendPayloadBuffers); nil: none
 	sideBuf           []byte           // the last sidecar read: decoded, then reused
+	ahead             []chunkRead      // readAhead's chunks, reused
+	aheadSides        [][]byte         // readAhead's sidecar buffers, reused like sideBuf
 	strs              internTable      // metadata strings shared between deliveries
 
 	resume resumeState // the ack frontier kept in the CONSUMER record (resume.go)
@@ -176,7 +178,7 @@ func (c *Consumer) fill(limit int) ([]*Delivery, error) {
 		if len(c.pending) == 0 {
 			if d := c.next(); d != nil {
 				c.inflight[d.Name] = d
-				out = append(out, d)
+				out = c.readAhead(append(out, d), limit)
 				continue
 			}
 			found, err := c.refill()
@@ -452,46 +454,78 @@ func (c *Consumer) load(name string) (*Delivery, error) {
 
 // loadChunk is load with the sidecar's name ("" without sidecars).
 func (c *Consumer) loadChunk(name, sidecar string) (*Delivery, error) {
-	payload, size, onDisk, err := c.loadPayload(name)
+	r, err := c.readChunk(name, sidecar, c.sideBuf)
+	if err != nil {
+		return nil, err
+	}
+	if r.sideErr == nil && cap(r.side) <= maxReadHint {
+		c.sideBuf = r.side // decoding copies what it keeps
+	}
+	return c.deliveryOf(r)
+}
+
+// chunkRead is a chunk's files as readChunk read them, its sidecar not
+// decoded yet.
+type chunkRead struct {
+	name, sidecar string
+	payload       []byte
+	size          int64
+	onDisk        bool   // the payload stays on disk (SetStreamAbove)
+	side          []byte // the sidecar's bytes
+	sideErr       error  // why there are none: fs.ErrNotExist for a chunk without a sidecar
+}
+
+// readChunk reads a chunk's payload and its sidecar's bytes, into scratch
+// when it is large enough. An error is the payload's: missing
+// (fs.ErrNotExist) or unreadable.
+func (c *Consumer) readChunk(name, sidecar string, scratch []byte) (chunkRead, error) {
+	r := chunkRead{name: name, sidecar: sidecar}
+	var err error
+	r.payload, r.size, r.onDisk, err = c.loadPayload(name)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, err
+			return r, err
 		}
-		return nil, c.errorf("read %s: %w", name, err)
+		return r, c.errorf("read %s: %w", name, err)
 	}
-	seq, _, _ := c.layout.Parse(name)
-	d := &Delivery{Name: name, Seq: seq, Payload: payload, Size: size, dir: parentDir(name)}
-	if onDisk {
+	if !r.onDisk {
+		c.payHint = len(r.payload)
+	}
+	if c.layout.Sidecars() {
+		r.side, r.sideErr = readInto(c.fsys, sidecar, c.sideHint, scratch)
+		if r.sideErr == nil {
+			c.sideHint = len(r.side)
+		}
+	}
+	return r, nil
+}
+
+// deliveryOf makes the Delivery of a chunk readChunk read, decoding its
+// sidecar. A payload without a sidecar is a valid chunk; a sidecar that
+// cannot be read or decoded is an error, unless bad_sidecar=deliver.
+func (c *Consumer) deliveryOf(r chunkRead) (*Delivery, error) {
+	seq, _, _ := c.layout.Parse(r.name)
+	d := &Delivery{Name: r.name, Seq: seq, Payload: r.payload, Size: r.size, dir: parentDir(r.name)}
+	if r.onDisk {
 		d.fsys = c.fsys
-	} else {
-		c.payHint = len(payload)
 	}
-	if !c.layout.Sidecars() {
+	if !c.layout.Sidecars() || errors.Is(r.sideErr, fs.ErrNotExist) {
+		d.sidecar = r.sidecar
 		d.Metadata = map[string]string{}
 		return d, nil
 	}
-	d.sidecar = sidecar
-	b, err := readInto(c.fsys, d.sidecar, c.sideHint, c.sideBuf)
-	if err == nil {
-		c.sideHint = len(b)
-		if cap(b) <= maxReadHint {
-			c.sideBuf = b // decoding copies what it keeps
-		}
-	}
-	if errors.Is(err, fs.ErrNotExist) {
-		d.Metadata = map[string]string{}
-		return d, nil // a payload without a sidecar is a valid chunk
-	}
+	d.sidecar = r.sidecar
+	err := r.sideErr
 	if err == nil {
 		var id string
 		var md map[string]string
-		if id, md, err = decodeSidecar(b, c.strs); err == nil {
+		if id, md, err = decodeSidecar(r.side, c.strs); err == nil {
 			d.MessageID, d.Metadata = id, md
 			return d, nil
 		}
 	}
 	if c.opts.BadSidecar == BadSidecarDeliver {
-		c.salvageSidecar(d, b, err)
+		c.salvageSidecar(d, r.side, err)
 		return d, nil
 	}
 	return nil, c.errorf("%w", &SidecarError{Path: d.sidecar, Err: err})

@@ -180,6 +180,61 @@ func (c *Consumer) next() *Delivery {
 	return d
 }
 
+// aheadMax bounds the chunks one readAhead reads before decoding: the
+// buffers it keeps for their sidecars.
+const aheadMax = 256
+
+// readAhead appends to out the chunks that follow the cursor by name, as
+// further calls of next would, up to limit deliveries in all. It reads the
+// files of all of them first and decodes their sidecars after: between two
+// system calls little code runs, and the decoding runs as one loop, which
+// costs less than taking turns where each system call leaves the CPU's
+// caches and TLB cold (see docs/guide/benchmarks.md). It stops at the first
+// name that is missing, taken, unreadable or badly decoded, and leaves that
+// one to next, which decides about it as it always does.
+func (c *Consumer) readAhead(out []*Delivery, limit int) []*Delivery {
+	n := min(limit-len(out), aheadMax)
+	start, ok := c.nextSeq()
+	if n <= 0 || !ok {
+		return out
+	}
+	if len(c.aheadSides) < n {
+		c.aheadSides = append(c.aheadSides, make([][]byte, n-len(c.aheadSides))...)
+	}
+	reads := c.ahead[:0]
+	for i := range n {
+		s := start + uint64(i)
+		if s > c.layout.MaxSeq() {
+			break
+		}
+		_, name, _, sidecar, _ := c.layout.chunkNames(s, false)
+		if c.skip(name) {
+			break
+		}
+		r, err := c.readChunk(name, sidecar, c.aheadSides[i])
+		if err != nil {
+			break
+		}
+		if r.sideErr == nil && cap(r.side) <= maxReadHint {
+			c.aheadSides[i] = r.side // decoding copies what it keeps
+		}
+		reads = append(reads, r)
+	}
+	for _, r := range reads {
+		d, err := c.deliveryOf(r)
+		if err != nil {
+			break // read again by next, which reports it
+		}
+		c.cursor = d.Name
+		c.noteDelivered(d.Seq)
+		c.inflight[d.Name] = d
+		out = append(out, d)
+	}
+	clear(reads) // hold no payload past its delivery
+	c.ahead = reads[:0]
+	return out
+}
+
 // past looks for a chunk at start+1, +2, +4 ... +resumeReach (below the
 // producer's mark when the consumer opened), start itself being missing.
 // On finding one it looks at start and the names between once more and
