@@ -111,8 +111,15 @@ func readFile(fsys FS, name string, hint int) ([]byte, error) {
 // bytes the caller decodes and drops: the result then shares scratch's
 // memory.
 func readInto(fsys FS, name string, hint int, scratch []byte) ([]byte, error) {
+	return readWhole(fsys, name, hint, func(int) []byte { return scratch }, scratch)
+}
+
+// readWhole reads the whole file name: into buf(size) when its size is
+// known at open (WholeFileReader, or a SizedFile) and buf gives room for
+// it, else into grow (or new memory) grown as needed.
+func readWhole(fsys FS, name string, hint int, buf func(size int) []byte, grow []byte) ([]byte, error) {
 	if wr, ok := fsys.(WholeFileReader); ok {
-		return wr.ReadWholeFile(name, func(int) []byte { return scratch })
+		return wr.ReadWholeFile(name, buf)
 	}
 	f, err := fsys.Open(name)
 	if err != nil {
@@ -121,10 +128,10 @@ func readInto(fsys FS, name string, hint int, scratch []byte) ([]byte, error) {
 	defer f.Close()
 	if sf, ok := f.(SizedFile); ok {
 		if size := sf.OpenSize(); size >= 0 && size < 1<<30 {
-			return readSized(f, int(size), scratch)
+			return readSized(f, int(size), buf(int(size)))
 		}
 	}
-	return readGrowing(f, hint, scratch)
+	return readGrowing(f, hint, grow)
 }
 
 // readSized reads a file that had size bytes when it was opened into a

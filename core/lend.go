@@ -40,20 +40,7 @@ func (c *Consumer) LendPayloadBuffers(get func(size int) []byte) {
 
 // readLent is readFile reading a file of known size into a buffer from get.
 func readLent(fsys FS, name string, hint int, get func(int) []byte) ([]byte, error) {
-	if wr, ok := fsys.(WholeFileReader); ok {
-		return wr.ReadWholeFile(name, get)
-	}
-	f, err := fsys.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if sf, ok := f.(SizedFile); ok {
-		if size := sf.OpenSize(); size >= 0 && size < 1<<30 {
-			return readSized(f, int(size), get(int(size)))
-		}
-	}
-	return readGrowing(f, hint, nil)
+	return readWhole(fsys, name, hint, get, nil)
 }
 
 // BufferPool is a ready-made lender for LendPayloadBuffers: Get returns a
