@@ -104,15 +104,12 @@ const maxReadHint = 64 << 10
 // maxReadHint it skips the Stat and reads into a buffer of that size,
 // finding the real size only when the file is larger.
 func readFile(fsys FS, name string, hint int) ([]byte, error) {
-	return readInto(fsys, name, hint, nil)
+	return readWhole(fsys, name, hint, noBuffer, nil)
 }
 
-// readInto is readFile reading into scratch when it is large enough, for
-// bytes the caller decodes and drops: the result then shares scratch's
-// memory.
-func readInto(fsys FS, name string, hint int, scratch []byte) ([]byte, error) {
-	return readWhole(fsys, name, hint, func(int) []byte { return scratch }, scratch)
-}
+// noBuffer is readWhole's buf for a read into new memory. A function
+// declared once, unlike a closure, costs no allocation per read.
+func noBuffer(int) []byte { return nil }
 
 // readWhole reads the whole file name: into buf(size) when its size is
 // known at open (WholeFileReader, or a SizedFile) and buf gives room for

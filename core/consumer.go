@@ -59,6 +59,8 @@ type Consumer struct {
 	streamAbove       int64            // payloads larger stay on disk (SetStreamAbove); 0: none
 	lend              func(int) []byte // lends payload buffers (LendPayloadBuffers); nil: none
 	sideBuf           []byte           // the last sidecar read: decoded, then reused
+	sideScratch       []byte           // the buffer sideInto gives readWhole for the sidecar being read
+	sideInto          func(int) []byte // returns sideScratch; made once, so a read allocates no closure
 	ahead             []chunkRead      // readAhead's chunks, reused
 	aheadSides        [][]byte         // readAhead's sidecar buffers, reused like sideBuf
 	strs              internTable      // metadata strings shared between deliveries
@@ -81,6 +83,7 @@ func OpenConsumer(fsys FS, o Options) (*Consumer, error) {
 		inflight: map[string]*Delivery{}, settled: make(chan struct{}), watches: map[string]DirWatch{},
 		strs: internTable{},
 	}
+	c.sideInto = func(int) []byte { return c.sideScratch }
 	if c.destructive && o.Claims {
 		cl, prev, err := acquireClaim(fsys, o.Path, ConsumerFile, "consumer")
 		if err != nil {
@@ -492,7 +495,9 @@ func (c *Consumer) readChunk(name, sidecar string, scratch []byte) (chunkRead, e
 		c.payHint = len(r.payload)
 	}
 	if c.layout.Sidecars() {
-		r.side, r.sideErr = readInto(c.fsys, sidecar, c.sideHint, scratch)
+		c.sideScratch = scratch
+		r.side, r.sideErr = readWhole(c.fsys, sidecar, c.sideHint, c.sideInto, scratch)
+		c.sideScratch = nil
 		if r.sideErr == nil {
 			c.sideHint = len(r.side)
 		}

@@ -101,12 +101,12 @@ func TestReadFileSized(t *testing.T) {
 				t.Errorf("readFile(size %d) made a buffer of %d bytes", size, cap(got))
 			}
 			scratch := make([]byte, 10)
-			got, err = readInto(fsys, name, 0, scratch)
+			got, err = readWhole(fsys, name, 0, func(int) []byte { return scratch }, scratch)
 			if err != nil || !bytes.Equal(got, want[:n]) {
-				t.Errorf("readInto(size %d, skew %d) = %d bytes, %v", size, skew, len(got), err)
+				t.Errorf("readWhole(size %d, skew %d) into scratch = %d bytes, %v", size, skew, len(got), err)
 			}
 			if skew == 0 && size <= cap(scratch) && size > 0 && &got[0] != &scratch[0] {
-				t.Errorf("readInto(size %d) did not use the scratch buffer", size)
+				t.Errorf("readWhole(size %d) did not use the scratch buffer", size)
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"io/fs"
+	"slices"
 )
 
 // A draining consumer keeps its resume point, the ack frontier, in its
@@ -220,6 +221,7 @@ func (c *Consumer) readAhead(out []*Delivery, limit int) []*Delivery {
 		}
 		reads = append(reads, r)
 	}
+	out = slices.Grow(out, len(reads)) // once, not once per doubling
 	for _, r := range reads {
 		d, err := c.deliveryOf(r)
 		if err != nil {
