@@ -3,6 +3,7 @@
 package osfs
 
 import (
+	"errors"
 	"io"
 	"io/fs"
 	"path"
@@ -131,18 +132,9 @@ func (f *FS) Open(name string) (core.File, error) {
 func (f *FS) ReadWholeFile(name string, buf func(size int) []byte) ([]byte, error) {
 	var out []byte
 	err := f.do("read", name, func(rootfd int) error {
-		return f.inParent(rootfd, name, func(dirfd int, base string) error {
-			fd, err := openat(dirfd, base, oReadOnly, 0)
-			if err != nil {
-				return err
-			}
-			out, err = readWhole(fd, buf)
-			// Not retried on EINTR: Linux releases the descriptor even then.
-			if cerr := unix.Close(fd); err == nil {
-				err = cerr
-			}
-			return err
-		})
+		var err error
+		out, err = f.readWholeAt(rootfd, name, nil, buf)
+		return err
 	}, name)
 	if err != nil {
 		return nil, err
@@ -150,19 +142,63 @@ func (f *FS) ReadWholeFile(name string, buf func(size int) []byte) ([]byte, erro
 	return out, nil
 }
 
+// ReadWholeFiles reads files whole, as ReadWholeFile does, under one hold
+// of the root (core.WholeFileReader).
+func (f *FS) ReadWholeFiles(reads []core.WholeRead) int {
+	f.rootMu.RLock()
+	defer f.rootMu.RUnlock()
+	for i := range reads {
+		r := &reads[i]
+		switch {
+		case f.rootfd < 0:
+			r.Data, r.Err = nil, &fs.PathError{Op: "read", Path: r.Name, Err: fs.ErrClosed}
+		case !fs.ValidPath(r.Name):
+			r.Data, r.Err = nil, &fs.PathError{Op: "read", Path: r.Name, Err: fs.ErrInvalid}
+		default:
+			r.Data, r.Err = f.readWholeAt(f.rootfd, r.Name, r.Into, r.Lend)
+			r.Err = pathErr("read", r.Name, r.Err)
+		}
+		if r.Err != nil && !(r.Optional && errors.Is(r.Err, fs.ErrNotExist)) {
+			return i + 1
+		}
+	}
+	return len(reads)
+}
+
+// readWholeAt opens name below rootfd and reads it whole (readWhole).
+func (f *FS) readWholeAt(rootfd int, name string, into []byte, lend func(int) []byte) (out []byte, err error) {
+	err = f.inParent(rootfd, name, func(dirfd int, base string) error {
+		fd, err := openat(dirfd, base, oReadOnly, 0)
+		if err != nil {
+			return err
+		}
+		out, err = readWhole(fd, into, lend)
+		// Not retried on EINTR: Linux releases the descriptor even then.
+		if cerr := unix.Close(fd); err == nil {
+			err = cerr
+		}
+		return err
+	})
+	return out, err
+}
+
 // oReadOnly are the flags of a file opened for reading: never through a
 // link, and O_NONBLOCK so that a FIFO planted under a chunk's name cannot
 // block the open (regularSize then refuses it).
 const oReadOnly = unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC | oLargefile
 
-// readWhole reads the regular file open on fd into buf(size), or a new
-// buffer when that is too small, up to the size fstat gives.
-func readWhole(fd int, buf func(int) []byte) ([]byte, error) {
+// readWhole reads the regular file open on fd, up to the size fstat gives,
+// into the first with room of: into, lend(size) (when lend is set), new
+// memory.
+func readWhole(fd int, into []byte, lend func(int) []byte) ([]byte, error) {
 	size, err := regularSize(fd)
 	if err != nil {
 		return nil, err
 	}
-	b := buf(int(size))
+	b := into
+	if cap(b) < int(size) && lend != nil {
+		b = lend(int(size))
+	}
 	if cap(b) < int(size) {
 		b = make([]byte, size)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	osfs "github.com/mqb-project/mqb/backend-os"
+	"github.com/mqb-project/mqb/core"
 )
 
 func TestCreateExcl(t *testing.T) {
@@ -158,6 +159,51 @@ func TestReadWholeFile(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("ReadWholeFile blocked on a FIFO")
 		}
+	})
+}
+
+// TestReadWholeFiles checks the batch read: each file into Into, Lend's
+// buffer or new memory, a missing Optional file passed over, and the
+// reads stopped after the first other failure.
+func TestReadWholeFiles(t *testing.T) {
+	forEachResolution(t, func(t *testing.T, fsys *osfs.FS, root string) {
+		writeFile(t, filepath.Join(root, "d", "a"), "aaaa")
+		writeFile(t, filepath.Join(root, "d", "b"), "bb")
+		writeFile(t, filepath.Join(root, "c"), "cccccccc")
+		require.NoError(t, syscall.Mkfifo(filepath.Join(root, "fifo"), 0o600))
+
+		into := make([]byte, 0, 4)
+		var lent []int
+		lend := func(n int) []byte { lent = append(lent, n); return make([]byte, n, 64) }
+		reads := []core.WholeRead{
+			{Name: "d/a", Into: into, Lend: lend}, // fits Into
+			{Name: "d/missing", Optional: true},   // passed over
+			{Name: "c", Into: into, Lend: lend},   // too big for Into: lent
+			{Name: "d/b"},                         // new memory
+			{Name: "fifo", Optional: true},        // not missing: stops
+			{Name: "d/a"},                         // not tried
+		}
+		require.Equal(t, 5, fsys.ReadWholeFiles(reads))
+		require.NoError(t, reads[0].Err)
+		require.Equal(t, "aaaa", string(reads[0].Data))
+		require.Same(t, &into[:1][0], &reads[0].Data[0], "read into Into")
+		requirePathErr(t, reads[1].Err, "d/missing", fs.ErrNotExist)
+		require.NoError(t, reads[2].Err)
+		require.Equal(t, "cccccccc", string(reads[2].Data))
+		require.Equal(t, []int{8}, lent, "Lend asked once, for c's size")
+		require.Equal(t, 64, cap(reads[2].Data), "read into the lent buffer")
+		require.Equal(t, "bb", string(reads[3].Data))
+		requirePathErr(t, reads[4].Err, "fifo", osfs.ErrNotRegular)
+		require.Nil(t, reads[5].Data)
+		require.NoError(t, reads[5].Err)
+
+		reads = []core.WholeRead{{Name: "missing"}, {Name: "c"}}
+		require.Equal(t, 1, fsys.ReadWholeFiles(reads), "a missing file that is not Optional stops the reads")
+		requirePathErr(t, reads[0].Err, "missing", fs.ErrNotExist)
+
+		reads = []core.WholeRead{{Name: "../escape"}}
+		require.Equal(t, 1, fsys.ReadWholeFiles(reads))
+		requirePathErr(t, reads[0].Err, "../escape", fs.ErrInvalid)
 	})
 }
 

@@ -36,6 +36,11 @@ func TestSymlinksRefused(t *testing.T) {
 				_, err := fsys.ReadWholeFile("dirlink/secret", nil)
 				return "dirlink/secret", err
 			},
+			"ReadWholeFiles dir link": func() (string, error) {
+				reads := []core.WholeRead{{Name: "dirlink/secret"}}
+				fsys.ReadWholeFiles(reads)
+				return "dirlink/secret", reads[0].Err
+			},
 			"CreateExcl via dir link": func() (string, error) { _, err := fsys.CreateExcl("dirlink/new"); return "dirlink/new", err },
 			"CreateExcl via inner":    func() (string, error) { _, err := fsys.CreateExcl("innerlink/new"); return "innerlink/new", err },
 			"WriteNewFile dangling": func() (string, error) {

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"bytes"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -152,6 +153,24 @@ func (x wholeOf) ReadWholeFile(name string, buf func(int) []byte) ([]byte, error
 		return nil, err
 	}
 	return x.h.inner.(core.WholeFileReader).ReadWholeFile(name, buf)
+}
+
+// ReadWholeFiles reads each file as ReadWholeFile does, each seen on its
+// own, and stops as the interface says.
+func (x wholeOf) ReadWholeFiles(reads []core.WholeRead) int {
+	for i := range reads {
+		r := &reads[i]
+		r.Data, r.Err = x.ReadWholeFile(r.Name, func(size int) []byte {
+			if cap(r.Into) >= size || r.Lend == nil {
+				return r.Into
+			}
+			return r.Lend(size)
+		})
+		if r.Err != nil && !(r.Optional && errors.Is(r.Err, fs.ErrNotExist)) {
+			return i + 1
+		}
+	}
+	return len(reads)
 }
 
 type watchOf struct{ h *hookFS }

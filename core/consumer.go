@@ -62,6 +62,7 @@ type Consumer struct {
 	sideScratch       []byte           // the buffer sideInto gives readWhole for the sidecar being read
 	sideInto          func(int) []byte // returns sideScratch; made once, so a read allocates no closure
 	ahead             []chunkRead      // readAhead's chunks, reused
+	aheadFiles        []WholeRead      // readAhead's files, reused
 	aheadSides        [][]byte         // readAhead's sidecar buffers, reused like sideBuf
 	strs              internTable      // metadata strings shared between deliveries
 

@@ -158,6 +158,27 @@ type WholeFileReader interface {
 	// when the file shrank while it was read. Bytes written after the open
 	// beyond size are not read. A symbolic link is not followed.
 	ReadWholeFile(name string, buf func(size int) []byte) ([]byte, error)
+
+	// ReadWholeFiles reads the files of reads in order, each as
+	// ReadWholeFile reads one, and sets each one's Data and Err. It stops
+	// after the first that fails, unless that one is Optional and missing
+	// (an error matching fs.ErrNotExist), and returns how many it tried.
+	// One call for many files keeps the code that runs between their
+	// system calls short: the consumer reads ahead through it.
+	ReadWholeFiles(reads []WholeRead) int
+}
+
+// WholeRead is one file of WholeFileReader.ReadWholeFiles.
+type WholeRead struct {
+	Name string
+	// Into is used when it has room for the file; else Lend(size), when
+	// Lend is set and returns room; else new memory.
+	Into     []byte
+	Lend     func(size int) []byte
+	Optional bool // a missing file does not stop the reads
+
+	Data []byte // the bytes read, sharing Into's or Lend's memory when used
+	Err  error
 }
 
 // WholeFileWriter is implemented by an FS that creates, writes and closes a

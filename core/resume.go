@@ -202,24 +202,11 @@ func (c *Consumer) readAhead(out []*Delivery, limit int) []*Delivery {
 	if len(c.aheadSides) < n {
 		c.aheadSides = append(c.aheadSides, make([][]byte, n-len(c.aheadSides))...)
 	}
-	reads := c.ahead[:0]
-	for i := range n {
-		s := start + uint64(i)
-		if s > c.layout.MaxSeq() {
-			break
-		}
-		_, name, _, sidecar, _ := c.layout.chunkNames(s, false)
-		if c.skip(name) {
-			break
-		}
-		r, err := c.readChunk(name, sidecar, c.aheadSides[i])
-		if err != nil {
-			break
-		}
-		if r.sideErr == nil && cap(r.side) <= maxReadHint {
-			c.aheadSides[i] = r.side // decoding copies what it keeps
-		}
-		reads = append(reads, r)
+	var reads []chunkRead
+	if wr, ok := c.fsys.(WholeFileReader); ok && c.streamAbove == 0 {
+		reads = c.readFilesAhead(wr, start, n)
+	} else {
+		reads = c.readChunksAhead(start, n)
 	}
 	out = slices.Grow(out, len(reads)) // once, not once per doubling
 	for _, r := range reads {
@@ -235,6 +222,80 @@ func (c *Consumer) readAhead(out []*Delivery, limit int) []*Delivery {
 	clear(reads) // hold no payload past its delivery
 	c.ahead = reads[:0]
 	return out
+}
+
+// aheadNames returns the names of up to n chunks from start on, stopping
+// at the first that is taken (in flight or nacked) or beyond the layout.
+func (c *Consumer) aheadNames(start uint64, n int) []chunkRead {
+	reads := c.ahead[:0]
+	for i := range n {
+		s := start + uint64(i)
+		if s > c.layout.MaxSeq() {
+			break
+		}
+		_, name, _, sidecar, _ := c.layout.chunkNames(s, false)
+		if c.skip(name) {
+			break
+		}
+		reads = append(reads, chunkRead{name: name, sidecar: sidecar})
+	}
+	return reads
+}
+
+// readChunksAhead reads the chunks of aheadNames one by one, up to the
+// first whose payload is missing or unreadable.
+func (c *Consumer) readChunksAhead(start uint64, n int) []chunkRead {
+	reads := c.aheadNames(start, n)
+	for i, r := range reads {
+		r, err := c.readChunk(r.name, r.sidecar, c.aheadSides[i])
+		if err != nil {
+			return reads[:i]
+		}
+		c.keepAheadSide(i, r)
+		reads[i] = r
+	}
+	return reads
+}
+
+// readFilesAhead is readChunksAhead with one ReadWholeFiles call for every
+// file, which keeps the code run between the system calls short.
+func (c *Consumer) readFilesAhead(wr WholeFileReader, start uint64, n int) []chunkRead {
+	reads := c.aheadNames(start, n)
+	per := 1
+	if c.layout.Sidecars() {
+		per = 2
+	}
+	files := c.aheadFiles[:0]
+	for i, r := range reads {
+		files = append(files, WholeRead{Name: r.name, Lend: c.lend})
+		if per == 2 {
+			files = append(files, WholeRead{Name: r.sidecar, Into: c.aheadSides[i], Optional: true})
+		}
+	}
+	tried := wr.ReadWholeFiles(files)
+	for i := range reads {
+		if per*i >= tried || files[per*i].Err != nil {
+			reads = reads[:i] // the payload is missing or unreadable: next decides
+			break
+		}
+		r := &reads[i]
+		r.payload = files[per*i].Data
+		r.size = int64(len(r.payload))
+		if per == 2 {
+			r.side, r.sideErr = files[per*i+1].Data, files[per*i+1].Err
+			c.keepAheadSide(i, *r)
+		}
+	}
+	clear(files) // hold no payload past its delivery
+	c.aheadFiles = files[:0]
+	return reads
+}
+
+// keepAheadSide keeps chunk i's sidecar buffer for the next readAhead.
+func (c *Consumer) keepAheadSide(i int, r chunkRead) {
+	if r.sideErr == nil && cap(r.side) <= maxReadHint {
+		c.aheadSides[i] = r.side // decoding copies what it keeps
+	}
 }
 
 // past looks for a chunk at start+1, +2, +4 ... +resumeReach (below the
