@@ -67,7 +67,8 @@ func NewFaultFS(inner core.FS) *FaultFS {
 // FS returns the faulty view of the wrapped FS. It implements
 // core.DirWatcher, core.FSSyncer, and core.WholeFileReader with
 // core.WholeFileWriter, exactly when the wrapped FS does; a whole-file
-// write is counted (and fails) as its create, write, sync and close.
+// write is counted (and fails) as its create, write, sync and close, and a
+// run of whole-file reads as each file's open and read.
 func (f *FaultFS) FS() core.FS { return f.view }
 
 // Fail arms the FaultFS to fail, once, the nth operation of kind counted
