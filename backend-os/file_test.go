@@ -110,14 +110,7 @@ func TestOpen(t *testing.T) {
 		requirePathErr(t, err, ".", osfs.ErrNotRegular)
 
 		// A FIFO without a writer would block a plain open forever.
-		done := make(chan error, 1)
-		go func() { _, err := fsys.Open("fifo"); done <- err }()
-		select {
-		case err := <-done:
-			requirePathErr(t, err, "fifo", osfs.ErrNotRegular)
-		case <-time.After(5 * time.Second):
-			t.Fatal("Open blocked on a FIFO")
-		}
+		requireFIFORefused(t, "Open", func() error { _, err := fsys.Open("fifo"); return err })
 	})
 }
 
@@ -151,15 +144,26 @@ func TestReadWholeFile(t *testing.T) {
 		requirePathErr(t, err, "missing", fs.ErrNotExist)
 		_, err = fsys.ReadWholeFile("d", func(int) []byte { return nil })
 		requirePathErr(t, err, "d", osfs.ErrNotRegular)
-		done := make(chan error, 1)
-		go func() { _, err := fsys.ReadWholeFile("fifo", func(int) []byte { return nil }); done <- err }()
-		select {
-		case err := <-done:
-			requirePathErr(t, err, "fifo", osfs.ErrNotRegular)
-		case <-time.After(5 * time.Second):
-			t.Fatal("ReadWholeFile blocked on a FIFO")
-		}
+		requireFIFORefused(t, "ReadWholeFile", func() error {
+			_, err := fsys.ReadWholeFile("fifo", func(int) []byte { return nil })
+			return err
+		})
 	})
+}
+
+// requireFIFORefused runs call, which reads the FIFO "fifo" (no writer),
+// and requires ErrNotRegular from it within five seconds: it must not
+// block.
+func requireFIFORefused(t *testing.T, what string, call func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- call() }()
+	select {
+	case err := <-done:
+		requirePathErr(t, err, "fifo", osfs.ErrNotRegular)
+	case <-time.After(5 * time.Second):
+		t.Fatal(what + " blocked on a FIFO")
+	}
 }
 
 // TestReadWholeFiles checks the batch read: each file into Into, Lend's
