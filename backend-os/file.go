@@ -3,7 +3,6 @@
 package osfs
 
 import (
-	"errors"
 	"io"
 	"io/fs"
 	"path"
@@ -133,7 +132,7 @@ func (f *FS) ReadWholeFile(name string, buf func(size int) []byte) ([]byte, erro
 	var out []byte
 	err := f.do("read", name, func(rootfd int) error {
 		var err error
-		out, err = f.readWholeAt(rootfd, name, nil, buf)
+		out, err = f.readWholeAt(rootfd, name, &core.WholeRead{Lend: buf})
 		return err
 	}, name)
 	if err != nil {
@@ -155,24 +154,25 @@ func (f *FS) ReadWholeFiles(reads []core.WholeRead) int {
 		case !fs.ValidPath(r.Name):
 			r.Data, r.Err = nil, &fs.PathError{Op: "read", Path: r.Name, Err: fs.ErrInvalid}
 		default:
-			r.Data, r.Err = f.readWholeAt(f.rootfd, r.Name, r.Into, r.Lend)
+			r.Data, r.Err = f.readWholeAt(f.rootfd, r.Name, r)
 			r.Err = pathErr("read", r.Name, r.Err)
 		}
-		if r.Err != nil && !(r.Optional && errors.Is(r.Err, fs.ErrNotExist)) {
+		if r.Stops() {
 			return i + 1
 		}
 	}
 	return len(reads)
 }
 
-// readWholeAt opens name below rootfd and reads it whole (readWhole).
-func (f *FS) readWholeAt(rootfd int, name string, into []byte, lend func(int) []byte) (out []byte, err error) {
+// readWholeAt opens name below rootfd and reads it whole into r's buffer
+// (readWhole).
+func (f *FS) readWholeAt(rootfd int, name string, r *core.WholeRead) (out []byte, err error) {
 	err = f.inParent(rootfd, name, func(dirfd int, base string) error {
 		fd, err := openat(dirfd, base, oReadOnly, 0)
 		if err != nil {
 			return err
 		}
-		out, err = readWhole(fd, into, lend)
+		out, err = readWhole(fd, r)
 		// Not retried on EINTR: Linux releases the descriptor even then.
 		if cerr := unix.Close(fd); err == nil {
 			err = cerr
@@ -188,17 +188,13 @@ func (f *FS) readWholeAt(rootfd int, name string, into []byte, lend func(int) []
 const oReadOnly = unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC | oLargefile
 
 // readWhole reads the regular file open on fd, up to the size fstat gives,
-// into the first with room of: into, lend(size) (when lend is set), new
-// memory.
-func readWhole(fd int, into []byte, lend func(int) []byte) ([]byte, error) {
+// into r.Buffer(size), or new memory when that has no room.
+func readWhole(fd int, r *core.WholeRead) ([]byte, error) {
 	size, err := regularSize(fd)
 	if err != nil {
 		return nil, err
 	}
-	b := into
-	if cap(b) < int(size) && lend != nil {
-		b = lend(int(size))
-	}
+	b := r.Buffer(int(size))
 	if cap(b) < int(size) {
 		b = make([]byte, size)
 	}

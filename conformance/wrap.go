@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"bytes"
-	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -160,13 +159,8 @@ func (x wholeOf) ReadWholeFile(name string, buf func(int) []byte) ([]byte, error
 func (x wholeOf) ReadWholeFiles(reads []core.WholeRead) int {
 	for i := range reads {
 		r := &reads[i]
-		r.Data, r.Err = x.ReadWholeFile(r.Name, func(size int) []byte {
-			if cap(r.Into) >= size || r.Lend == nil {
-				return r.Into
-			}
-			return r.Lend(size)
-		})
-		if r.Err != nil && !(r.Optional && errors.Is(r.Err, fs.ErrNotExist)) {
+		r.Data, r.Err = x.ReadWholeFile(r.Name, r.Buffer)
+		if r.Stops() {
 			return i + 1
 		}
 	}

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"io"
 	"io/fs"
 )
@@ -179,6 +180,21 @@ type WholeRead struct {
 
 	Data []byte // the bytes read, sharing Into's or Lend's memory when used
 	Err  error
+}
+
+// Buffer returns the memory to read a file of size bytes into: Into when
+// it has room, else Lend(size) when Lend is set, else nil (new memory).
+func (r *WholeRead) Buffer(size int) []byte {
+	if cap(r.Into) >= size || r.Lend == nil {
+		return r.Into
+	}
+	return r.Lend(size)
+}
+
+// Stops reports whether ReadWholeFiles stops after this read: it failed,
+// and not merely because an Optional file is missing.
+func (r *WholeRead) Stops() bool {
+	return r.Err != nil && !(r.Optional && errors.Is(r.Err, fs.ErrNotExist))
 }
 
 // WholeFileWriter is implemented by an FS that creates, writes and closes a
