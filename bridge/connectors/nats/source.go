@@ -35,7 +35,8 @@ type Source struct {
 	durable string
 	ccfg    jetstream.ConsumerConfig
 	drain   bool
-	retry   *bridge.Backoff // failing pulls and consumer lookups
+	policy  bridge.RetryPolicy // how long a lost connection is waited out
+	retry   *bridge.Backoff    // failing pulls and consumer lookups
 
 	nc       *natsgo.Conn
 	stream   string
@@ -69,7 +70,7 @@ func NewSource(env *bridge.Env, v *option.Values) (*Source, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Source{cfg: cfg, log: log, durable: durable, retry: bridge.NewBackoff(bridge.DefaultRetry), ccfg: jetstream.ConsumerConfig{
+	return &Source{cfg: cfg, log: log, durable: durable, policy: bridge.DefaultRetry, retry: bridge.NewBackoff(bridge.DefaultRetry), ccfg: jetstream.ConsumerConfig{
 		Durable:       durable,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       v.Duration("ack_wait"),
@@ -87,7 +88,7 @@ func (s *Source) SetDrain(drain bool) { s.drain = drain }
 
 // SetRetry sets how long pulls may keep failing (while a cluster elects a
 // leader, say) before ReadBatch fails. The route calls it before Connect.
-func (s *Source) SetRetry(p bridge.RetryPolicy) { s.retry = bridge.NewBackoff(p) }
+func (s *Source) SetRetry(p bridge.RetryPolicy) { s.policy, s.retry = p, bridge.NewBackoff(p) }
 
 // idle is how long ReadBatch waits without a message before it ends the
 // input: idle_timeout, and only when not draining.
@@ -217,13 +218,19 @@ func (s *Source) failed(ctx context.Context, err error) error {
 		errors.As(err, &api) && api.Code == 400 {
 		return err
 	}
-	attempt := s.retry.Attempt() + 1
-	wait, werr := s.retry.Next(err)
+	return s.waitOut(ctx, s.retry, "nats: consumer unreachable; retrying", err)
+}
+
+// waitOut records the failure err in b and waits the backoff's next wait,
+// logging msg. It returns nil to try again, ctx's error if ctx ends first,
+// or an error wrapping err once such failures have lasted the budget.
+func (s *Source) waitOut(ctx context.Context, b *bridge.Backoff, msg string, err error) error {
+	attempt := b.Attempt() + 1
+	wait, werr := b.Next(err)
 	if werr != nil {
 		return werr
 	}
-	s.log.Warn("nats: consumer unreachable; retrying", "durable", s.durable, "attempt", attempt,
-		"wait", wait.Round(time.Millisecond), "error", err)
+	s.log.Warn(msg, "durable", s.durable, "attempt", attempt, "wait", wait.Round(time.Millisecond), "error", err)
 	select {
 	case <-time.After(wait):
 		return nil
@@ -297,9 +304,7 @@ func (s *Source) fetchErr(ctx context.Context, err error) error {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
-		errors.Is(err, natsgo.ErrTimeout), errors.Is(err, jetstream.ErrNoHeartbeat),
-		errors.Is(err, natsgo.ErrConnectionClosed) && !s.nc.IsClosed(),
-		errors.Is(err, natsgo.ErrConnectionReconnecting), errors.Is(err, natsgo.ErrDisconnected):
+		errors.Is(err, natsgo.ErrTimeout), errors.Is(err, jetstream.ErrNoHeartbeat), s.lostConnection(err):
 		return nil
 	}
 	return s.failed(ctx, fmt.Errorf("nats source: pull from consumer %s: %w", s.durable, err))
@@ -323,39 +328,72 @@ func (s *Source) deliver(raw []jetstream.Msg) ([]*bridge.Message, bridge.AckFunc
 }
 
 // settle acknowledges (err == nil) or negatively acknowledges the messages
-// and flushes, so that the server has the answers when it returns.
+// and flushes, so that the server has the answers when it returns. When the
+// connection drops before the flush returns (the server node died), the
+// answers may have died with it: settle sends them again once the client
+// has reconnected, within the route's retry budget. JetStream ignores an
+// answer it already has, and redelivers after ack_wait a message whose
+// answer never came.
 func (s *Source) settle(ctx context.Context, raw []jetstream.Msg, err error) error {
-	verb := "acknowledge"
+	verb, body, answer := "acknowledge", []byte("+ACK"), jetstream.Msg.Ack
 	if err != nil {
-		verb = "negatively acknowledge"
+		verb, body, answer = "negatively acknowledge", []byte("-NAK"), jetstream.Msg.Nak
+	}
+	again := func(m jetstream.Msg) error { return s.nc.Publish(m.Reply(), body) }
+	retry := bridge.NewBackoff(s.policy)
+	for {
+		serr := s.answer(ctx, raw, answer)
+		if serr == nil {
+			return nil
+		}
+		serr = fmt.Errorf("nats source: %s %d message(s): %w", verb, len(raw), serr)
+		if !s.lostConnection(serr) || ctx.Err() != nil {
+			return serr
+		}
+		if werr := s.waitOut(ctx, retry, "nats: connection lost while settling; sending the answers again", serr); werr != nil {
+			if ctx.Err() != nil {
+				return serr
+			}
+			return werr // the retry budget is spent
+		}
+		// The library answers a message once; the answer sent again is the
+		// same protocol message on its reply subject.
+		answer = again
+	}
+}
+
+// answer sends one answer per message, then flushes and waits for the
+// server's reply to the flush (with the write timeout when ctx has no
+// deadline).
+func (s *Source) answer(ctx context.Context, raw []jetstream.Msg, send func(jetstream.Msg) error) error {
+	if !s.nc.IsConnected() && !s.nc.IsClosed() {
+		return natsgo.ErrDisconnected
 	}
 	var errs []error
 	for _, m := range raw {
-		var e error
-		if err == nil {
-			e = m.Ack()
-		} else {
-			e = m.Nak()
-		}
-		if e != nil {
-			errs = append(errs, e)
-		}
-	}
-	if len(errs) == 0 {
-		if _, ok := ctx.Deadline(); !ok {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, s.cfg.write)
-			defer cancel()
-		}
-		if e := s.nc.FlushWithContext(ctx); e != nil {
+		if e := send(m); e != nil {
 			errs = append(errs, e)
 		}
 	}
 	if len(errs) > 0 {
-		// JetStream delivers unacknowledged messages again after ack_wait.
-		return fmt.Errorf("nats source: %s %d message(s): %w", verb, len(raw), errors.Join(errs...))
+		return errors.Join(errs...)
 	}
-	return nil
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.cfg.write)
+		defer cancel()
+	}
+	return s.nc.FlushWithContext(ctx)
+}
+
+// lostConnection reports whether err came from a connection that dropped
+// and is being re-established, not one this process closed.
+func (s *Source) lostConnection(err error) bool {
+	if s.nc.IsClosed() {
+		return false
+	}
+	return errors.Is(err, natsgo.ErrConnectionClosed) || errors.Is(err, natsgo.ErrConnectionReconnecting) ||
+		errors.Is(err, natsgo.ErrDisconnected) || errors.Is(err, context.DeadlineExceeded) && !s.nc.IsConnected()
 }
 
 func (s *Source) convert(m jetstream.Msg) *bridge.Message {
