@@ -323,7 +323,7 @@ func clusterSummary(t *testing.T, procs []*svcProc) {
 			case m == nil:
 			case strings.Contains(m[1], "retrying"):
 				retries[m[1]]++
-			case m[1] == "route finished" || m[1] == "route interrupted":
+			case m[1] == "route finished" || m[1] == "route interrupted" || strings.Contains(line, "level=ERROR"):
 				end = line[strings.Index(line, "msg="):]
 			}
 		}

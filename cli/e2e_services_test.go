@@ -163,7 +163,7 @@ func (p *svcProc) kill9(t *testing.T) {
 // stop sends SIGTERM and returns the exit code.
 func (p *svcProc) stop(t *testing.T) int {
 	t.Helper()
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM), "mqb ended before SIGTERM:\n%s", p.log())
 	select {
 	case <-p.done:
 	case <-time.After(30 * time.Second):
