@@ -46,12 +46,12 @@ type Consumer struct {
 	claim       *roleClaim
 	destructive bool
 
-	cursor   string      // the last payload name taken from a listing
-	pending  []string    // listed payloads not yet delivered, in order
-	retry    []*Delivery // nacked, delivered again first, in order
-	inflight map[string]*Delivery
-	settled  chan struct{} // closed and replaced on an ack or nack once a Read waits on it
-	waited   bool          // a Read took settled to wait on
+	cursor   string               // the last payload name taken from a listing
+	pending  []string             // listed payloads not yet delivered, in order
+	retry    []*Delivery          // nacked, delivered again first, in order
+	inflight map[uint64]*Delivery // delivered, not yet settled, by sequence number (cheaper to hash than the name)
+	settled  chan struct{}        // closed and replaced on an ack or nack once a Read waits on it
+	waited   bool                 // a Read took settled to wait on
 	watches  map[string]DirWatch
 	closed   bool
 
@@ -81,7 +81,7 @@ func OpenConsumer(fsys FS, o Options) (*Consumer, error) {
 	l, _ := o.Layout()
 	c := &Consumer{
 		fsys: fsys, opts: o, layout: l, destructive: o.DrainOnRead,
-		inflight: map[string]*Delivery{}, settled: make(chan struct{}), watches: map[string]DirWatch{},
+		inflight: map[uint64]*Delivery{}, settled: make(chan struct{}), watches: map[string]DirWatch{},
 		strs: internTable{},
 	}
 	c.sideInto = func(int) []byte { return c.sideScratch }
@@ -175,13 +175,13 @@ func (c *Consumer) fill(limit int) ([]*Delivery, error) {
 	for len(out) < limit && len(c.retry) > 0 {
 		d := c.retry[0]
 		c.retry = c.retry[1:]
-		c.inflight[d.Name] = d
+		c.inflight[d.Seq] = d
 		out = append(out, d)
 	}
 	for len(out) < limit {
 		if len(c.pending) == 0 {
 			if d := c.next(); d != nil {
-				c.inflight[d.Name] = d
+				c.inflight[d.Seq] = d
 				out = c.readAhead(append(out, d), limit)
 				continue
 			}
@@ -204,7 +204,7 @@ func (c *Consumer) fill(limit int) ([]*Delivery, error) {
 		}
 		c.pending = c.pending[1:]
 		c.noteDelivered(d.Seq)
-		c.inflight[d.Name] = d
+		c.inflight[d.Seq] = d
 		out = append(out, d)
 	}
 	return out, nil
@@ -298,14 +298,14 @@ func (c *Consumer) follows(after string, names []string) bool {
 	return true
 }
 
-// skip reports whether a payload is already in flight or waiting for
-// redelivery.
-func (c *Consumer) skip(name string) bool {
-	if _, ok := c.inflight[name]; ok {
+// skip reports whether the payload of seq is already in flight or waiting
+// for redelivery.
+func (c *Consumer) skip(seq uint64) bool {
+	if _, ok := c.inflight[seq]; ok {
 		return true
 	}
 	for _, d := range c.retry {
-		if d.Name == name {
+		if d.Seq == seq {
 			return true
 		}
 	}
@@ -364,7 +364,7 @@ func (c *Consumer) leafNames(dir string, entries []fs.DirEntry, after string) []
 		if !e.Type().IsRegular() {
 			continue
 		}
-		_, kind, ok := c.layout.ParseLeaf(dir, e.Name())
+		seq, kind, ok := c.layout.ParseLeaf(dir, e.Name())
 		if !ok {
 			c.noteEntry(dir, e.Name())
 		}
@@ -372,7 +372,7 @@ func (c *Consumer) leafNames(dir string, entries []fs.DirEntry, after string) []
 			continue
 		}
 		full := joinPath(dir, e.Name())
-		if full <= after || c.skip(full) {
+		if full <= after || c.skip(seq) {
 			continue
 		}
 		names = append(names, full)
@@ -407,7 +407,7 @@ func (c *Consumer) scanLeaf(sc DirScanner, dir, after string, hasLater bool) ([]
 		if !typ.IsRegular() {
 			return
 		}
-		_, kind, ok := c.layout.ParseLeaf(dir, name)
+		seq, kind, ok := c.layout.ParseLeaf(dir, name)
 		if !ok {
 			c.noteEntry(dir, name)
 		}
@@ -415,7 +415,7 @@ func (c *Consumer) scanLeaf(sc DirScanner, dir, after string, hasLater bool) ([]
 			return
 		}
 		full := joinPath(dir, name)
-		if full <= after || (len(page) == listPage && full >= page[0]) || c.skip(full) {
+		if full <= after || (len(page) == listPage && full >= page[0]) || c.skip(seq) {
 			return
 		}
 		if len(page) == listPage {
@@ -574,11 +574,11 @@ func (c *Consumer) Ack(ds ...*Delivery) error {
 		}
 	}
 	for _, d := range ds {
-		if c.inflight[d.Name] != d {
+		if c.inflight[d.Seq] != d {
 			errs = append(errs, fmt.Errorf("ack %s: %w", d.Name, ErrUnknownDelivery))
 			continue
 		}
-		delete(c.inflight, d.Name)
+		delete(c.inflight, d.Seq)
 		if !c.destructive {
 			continue
 		}
@@ -622,11 +622,11 @@ func (c *Consumer) Nack(ds ...*Delivery) error {
 	defer c.signal()
 	var errs []error
 	for _, d := range ds {
-		if c.inflight[d.Name] != d {
+		if c.inflight[d.Seq] != d {
 			errs = append(errs, fmt.Errorf("nack %s: %w", d.Name, ErrUnknownDelivery))
 			continue
 		}
-		delete(c.inflight, d.Name)
+		delete(c.inflight, d.Seq)
 		d.Redelivered = true
 		i, _ := slices.BinarySearchFunc(c.retry, d.Name, func(x *Delivery, n string) int { return strings.Compare(x.Name, n) })
 		c.retry = slices.Insert(c.retry, i, d)

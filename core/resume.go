@@ -105,8 +105,8 @@ func (c *Consumer) ackFrontier() uint64 {
 	if len(c.pending) > 0 {
 		lower(c.pending[0])
 	}
-	for name := range c.inflight {
-		lower(name)
+	for seq := range c.inflight {
+		f = min(f, seq)
 	}
 	if len(c.retry) > 0 {
 		lower(c.retry[0].Name)
@@ -164,7 +164,7 @@ func (c *Consumer) next() *Delivery {
 		return nil
 	}
 	_, name, _, sidecar, _ := c.layout.chunkNames(start, false) // one allocation for both
-	if c.skip(name) {
+	if c.skip(start) {
 		return nil
 	}
 	d, err := c.loadChunk(name, sidecar)
@@ -216,7 +216,7 @@ func (c *Consumer) readAhead(out []*Delivery, limit int) []*Delivery {
 		}
 		c.cursor = d.Name
 		c.noteDelivered(d.Seq)
-		c.inflight[d.Name] = d
+		c.inflight[d.Seq] = d
 		out = append(out, d)
 	}
 	clear(reads) // hold no payload past its delivery
@@ -230,13 +230,10 @@ func (c *Consumer) aheadNames(start uint64, n int) []chunkRead {
 	reads := c.ahead[:0]
 	for i := range n {
 		s := start + uint64(i)
-		if s > c.layout.MaxSeq() {
+		if s > c.layout.MaxSeq() || c.skip(s) {
 			break
 		}
 		_, name, _, sidecar, _ := c.layout.chunkNames(s, false)
-		if c.skip(name) {
-			break
-		}
 		reads = append(reads, chunkRead{name: name, sidecar: sidecar})
 	}
 	return reads
@@ -306,7 +303,7 @@ func (c *Consumer) past(start uint64) (*Delivery, error) {
 	c.resume.gallops--
 	for step := uint64(1); step <= resumeReach; step *= 2 {
 		s := start + step
-		if s > c.layout.MaxSeq() || s >= c.resume.below || s < start || c.skip(c.layout.Payload(s)) {
+		if s > c.layout.MaxSeq() || s >= c.resume.below || s < start || c.skip(s) {
 			break
 		}
 		d, err := c.load(c.layout.Payload(s))
