@@ -63,6 +63,8 @@ type Consumer struct {
 	sideInto          func(int) []byte // returns sideScratch; made once, so a read allocates no closure
 	ahead             []chunkRead      // readAhead's chunks, reused
 	aheadFiles        []WholeRead      // readAhead's files, reused
+	ackRemoved        []*Delivery      // Ack's payloads deleted whose sidecars wait for a directory sync, reused
+	ackSynced         []bool           // Ack's outcome of each directory sync, reused
 	aheadSides        [][]byte         // readAhead's sidecar buffers, reused like sideBuf
 	strs              internTable      // metadata strings shared between deliveries
 
@@ -557,7 +559,7 @@ func (c *Consumer) Ack(ds ...*Delivery) error {
 	defer c.mu.Unlock()
 	defer c.signal()
 	var errs []error
-	var removed []*Delivery // payloads deleted, sidecars still to delete
+	removed := c.ackRemoved[:0] // payloads deleted, sidecars still to delete
 	dirs := make([]string, 0, 1)
 	syncDir := func(dir string) bool {
 		if err := c.fsys.SyncDir(dir); err != nil {
@@ -601,15 +603,21 @@ func (c *Consumer) Ack(ds ...*Delivery) error {
 			removeSidecar(d)
 		}
 	}
-	synced := map[string]bool{}
+	synced := c.ackSynced[:0]
 	for _, dir := range dirs {
-		synced[dir] = syncDir(dir)
+		synced = append(synced, syncDir(dir))
 	}
-	for _, d := range removed {
-		if synced[d.dir] {
-			removeSidecar(d)
+	// removed holds one run of deliveries per entry of dirs, in order.
+	for i, j := 0, 0; i < len(removed); j++ {
+		for ; i < len(removed) && removed[i].dir == dirs[j]; i++ {
+			if synced[j] {
+				removeSidecar(removed[i])
+			}
 		}
 	}
+	c.ackSynced = synced[:0]
+	clear(removed)
+	c.ackRemoved = removed[:0]
 	c.noteAcks(len(ds))
 	return errors.Join(errs...)
 }
