@@ -47,6 +47,7 @@ type Consumer struct {
 	destructive bool
 
 	cursor   string               // the last payload name taken from a listing
+	cursorAt parsedName           // cursor's number, once parsed (nextSeq)
 	pending  []string             // listed payloads not yet delivered, in order
 	retry    []*Delivery          // nacked, delivered again first, in order
 	inflight map[uint64]*Delivery // delivered, not yet settled, by sequence number (cheaper to hash than the name)
@@ -455,12 +456,14 @@ func (h *nameHeap) Pop() any {
 
 // load reads a payload and its sidecar.
 func (c *Consumer) load(name string) (*Delivery, error) {
-	return c.loadChunk(name, c.layout.SidecarOf(name))
+	seq, _, _ := c.layout.Parse(name)
+	return c.loadChunk(chunkRead{seq: seq, name: name, sidecar: c.layout.SidecarOf(name)})
 }
 
-// loadChunk is load with the sidecar's name ("" without sidecars).
-func (c *Consumer) loadChunk(name, sidecar string) (*Delivery, error) {
-	r, err := c.readChunk(name, sidecar, c.sideBuf)
+// loadChunk is load of the chunk whose number and names r holds (sidecar
+// "" without sidecars).
+func (c *Consumer) loadChunk(r chunkRead) (*Delivery, error) {
+	r, err := c.readChunk(r, c.sideBuf)
 	if err != nil {
 		return nil, err
 	}
@@ -473,6 +476,7 @@ func (c *Consumer) loadChunk(name, sidecar string) (*Delivery, error) {
 // chunkRead is a chunk's files as readChunk read them, its sidecar not
 // decoded yet.
 type chunkRead struct {
+	seq           uint64
 	name, sidecar string
 	payload       []byte
 	size          int64
@@ -481,11 +485,11 @@ type chunkRead struct {
 	sideErr       error  // why there are none: fs.ErrNotExist for a chunk without a sidecar
 }
 
-// readChunk reads a chunk's payload and its sidecar's bytes, into scratch
-// when it is large enough. An error is the payload's: missing
+// readChunk reads the payload of the chunk r names and its sidecar's bytes,
+// into scratch when it is large enough. An error is the payload's: missing
 // (fs.ErrNotExist) or unreadable.
-func (c *Consumer) readChunk(name, sidecar string, scratch []byte) (chunkRead, error) {
-	r := chunkRead{name: name, sidecar: sidecar}
+func (c *Consumer) readChunk(r chunkRead, scratch []byte) (chunkRead, error) {
+	name, sidecar := r.name, r.sidecar
 	var err error
 	r.payload, r.size, r.onDisk, err = c.loadPayload(name)
 	if err != nil {
@@ -512,8 +516,7 @@ func (c *Consumer) readChunk(name, sidecar string, scratch []byte) (chunkRead, e
 // sidecar. A payload without a sidecar is a valid chunk; a sidecar that
 // cannot be read or decoded is an error, unless bad_sidecar=deliver.
 func (c *Consumer) deliveryOf(r chunkRead) (*Delivery, error) {
-	seq, _, _ := c.layout.Parse(r.name)
-	d := &Delivery{Name: r.name, Seq: seq, Payload: r.payload, Size: r.size, dir: parentDir(r.name)}
+	d := &Delivery{Name: r.name, Seq: r.seq, Payload: r.payload, Size: r.size, dir: parentDir(r.name)}
 	if r.onDisk {
 		d.fsys = c.fsys
 	}

@@ -167,7 +167,7 @@ func (c *Consumer) next() *Delivery {
 	if c.skip(start) {
 		return nil
 	}
-	d, err := c.loadChunk(name, sidecar)
+	d, err := c.loadChunk(chunkRead{seq: start, name: name, sidecar: sidecar})
 	if errors.Is(err, fs.ErrNotExist) && c.resume.gallops > 0 {
 		d, err = c.past(start)
 	}
@@ -176,7 +176,7 @@ func (c *Consumer) next() *Delivery {
 		// sidecar): the listing decides, and reports what must stop us.
 		return nil
 	}
-	c.cursor = d.Name
+	c.moveCursor(d)
 	c.noteDelivered(d.Seq)
 	return d
 }
@@ -195,8 +195,11 @@ const aheadMax = 256
 // one to next, which decides about it as it always does.
 func (c *Consumer) readAhead(out []*Delivery, limit int) []*Delivery {
 	n := min(limit-len(out), aheadMax)
+	if n <= 0 {
+		return out
+	}
 	start, ok := c.nextSeq()
-	if n <= 0 || !ok {
+	if !ok {
 		return out
 	}
 	if len(c.aheadSides) < n {
@@ -214,7 +217,7 @@ func (c *Consumer) readAhead(out []*Delivery, limit int) []*Delivery {
 		if err != nil {
 			break // read again by next, which reports it
 		}
-		c.cursor = d.Name
+		c.moveCursor(d)
 		c.noteDelivered(d.Seq)
 		c.inflight[d.Seq] = d
 		out = append(out, d)
@@ -234,7 +237,7 @@ func (c *Consumer) aheadNames(start uint64, n int) []chunkRead {
 			break
 		}
 		_, name, _, sidecar, _ := c.layout.chunkNames(s, false)
-		reads = append(reads, chunkRead{name: name, sidecar: sidecar})
+		reads = append(reads, chunkRead{seq: s, name: name, sidecar: sidecar})
 	}
 	return reads
 }
@@ -244,7 +247,7 @@ func (c *Consumer) aheadNames(start uint64, n int) []chunkRead {
 func (c *Consumer) readChunksAhead(start uint64, n int) []chunkRead {
 	reads := c.aheadNames(start, n)
 	for i, r := range reads {
-		r, err := c.readChunk(r.name, r.sidecar, c.aheadSides[i])
+		r, err := c.readChunk(r, c.aheadSides[i])
 		if err != nil {
 			return reads[:i]
 		}
@@ -329,11 +332,27 @@ func (c *Consumer) nextSeq() (uint64, bool) {
 	if c.cursor == "" {
 		return 0, c.resume.atZero
 	}
-	seq, kind, ok := c.layout.Parse(c.cursor)
-	if !ok || kind != KindPayload || seq >= c.layout.MaxSeq() {
+	if c.cursorAt.name != c.cursor { // set from a listing: parse it once
+		seq, kind, ok := c.layout.Parse(c.cursor)
+		c.cursorAt = parsedName{name: c.cursor, seq: seq, payload: ok && kind == KindPayload}
+	}
+	if !c.cursorAt.payload || c.cursorAt.seq >= c.layout.MaxSeq() {
 		return 0, false
 	}
-	return seq + 1, true
+	return c.cursorAt.seq + 1, true
+}
+
+// parsedName is a name with what Layout.Parse makes of it: its number, and
+// whether it is a payload's.
+type parsedName struct {
+	name    string
+	seq     uint64
+	payload bool
+}
+
+// moveCursor makes the delivery d, just read, the cursor.
+func (c *Consumer) moveCursor(d *Delivery) {
+	c.cursor, c.cursorAt = d.Name, parsedName{name: d.Name, seq: d.Seq, payload: true}
 }
 
 // firstOf returns the first payload numbered from lo to hi that can be
