@@ -184,12 +184,18 @@ func (f *FS) readWholeAt(rootfd int, name string, r *core.WholeRead) (out []byte
 
 // oReadOnly are the flags of a file opened for reading: never through a
 // link, and O_NONBLOCK so that a FIFO planted under a chunk's name cannot
-// block the open (regularSize then refuses it).
+// block the open (regularSize then refuses it; see probeRead).
 const oReadOnly = unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC | oLargefile
 
-// readWhole reads the regular file open on fd, up to the size fstat gives,
-// into r.Buffer(size), or new memory when that has no room.
+// readWhole reads the file open on fd whole. One that ends inside r's probe
+// (probeRead) needs no fstat; any other is checked to be a regular file and
+// read up to the size fstat gives, into r.Buffer(size), or new memory when
+// that has no room.
 func readWhole(fd int, r *core.WholeRead) ([]byte, error) {
+	head, short := probeRead(fd, r)
+	if short {
+		return fromProbe(r, head), nil
+	}
 	size, err := regularSize(fd)
 	if err != nil {
 		return nil, err
@@ -199,7 +205,7 @@ func readWhole(fd int, r *core.WholeRead) ([]byte, error) {
 		b = make([]byte, size)
 	}
 	b = b[:size]
-	n := 0
+	n := copy(b, head) // what the probe read already, when it filled
 	for n < len(b) {
 		k, err := unix.Read(fd, b[n:])
 		switch {
@@ -219,6 +225,49 @@ func readWhole(fd int, r *core.WholeRead) ([]byte, error) {
 		n += k
 	}
 	return b, nil
+}
+
+// probeRead reads the start of the file open on fd into r's probe: Into
+// when it has room, else Probe. short reports that the file ended inside
+// it: a read of a regular file comes back short only at the file's end
+// (on Linux, also when a fatal signal is pending, and then the process
+// delivers nothing). A file that is not regular but reads like a short one,
+// a FIFO that a writer holds open with bytes waiting, is read as one: only
+// someone who may write chunks into the spool's directories can put it
+// there. An empty read, a full one or an error leave the file to the fstat,
+// which checks its type and size.
+func probeRead(fd int, r *core.WholeRead) (head []byte, short bool) {
+	p := r.Into
+	if cap(p) == 0 {
+		p = r.Probe
+	}
+	if cap(p) == 0 {
+		return nil, false
+	}
+	p = p[:cap(p)]
+	for {
+		k, err := unix.Read(fd, p)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, false // nothing read: the fstat says why
+		}
+		return p[:k], k > 0 && k < len(p)
+	}
+}
+
+// fromProbe returns the file probeRead found whole in r's probe: in place
+// when the probe was Into, else copied to r.Buffer(n), or new memory.
+func fromProbe(r *core.WholeRead, head []byte) []byte {
+	if cap(r.Into) > 0 {
+		return head
+	}
+	b := r.Buffer(len(head))
+	if cap(b) < len(head) {
+		b = make([]byte, len(head))
+	}
+	return b[:copy(b[:len(head)], head)]
 }
 
 // regularSize checks that fd, opened with O_NONBLOCK so that a FIFO could

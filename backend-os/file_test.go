@@ -180,12 +180,12 @@ func TestReadWholeFiles(t *testing.T) {
 		var lent []int
 		lend := func(n int) []byte { lent = append(lent, n); return make([]byte, n, 64) }
 		reads := []core.WholeRead{
-			{Name: "d/a", Into: into, Lend: lend}, // fits Into
-			{Name: "d/missing", Optional: true},   // passed over
-			{Name: "c", Into: into, Lend: lend},   // too big for Into: lent
-			{Name: "d/b"},                         // new memory
-			{Name: "fifo", Optional: true},        // not missing: stops
-			{Name: "d/a"},                         // not tried
+			{Name: "d/a", Into: into, Lend: lend},             // fits Into
+			{Name: "d/missing", Optional: true},               // passed over
+			{Name: "c", Into: make([]byte, 0, 4), Lend: lend}, // too big for Into: lent
+			{Name: "d/b"},                  // new memory
+			{Name: "fifo", Optional: true}, // not missing: stops
+			{Name: "d/a"},                  // not tried
 		}
 		require.Equal(t, 5, fsys.ReadWholeFiles(reads))
 		require.NoError(t, reads[0].Err)
@@ -208,6 +208,52 @@ func TestReadWholeFiles(t *testing.T) {
 		reads = []core.WholeRead{{Name: "../escape"}}
 		require.Equal(t, 1, fsys.ReadWholeFiles(reads))
 		requirePathErr(t, reads[0].Err, "../escape", fs.ErrInvalid)
+	})
+}
+
+// TestReadWholeFilesProbe checks the reads that start before the size is
+// known: a file that ends inside the probe (Into with spare room, or Probe)
+// is whole without an fstat, and a Probe's bytes are copied to Lend's
+// buffer of the exact size; a file that fills the probe, an empty one and
+// files that are not regular take the fstat path, which checks them.
+func TestReadWholeFilesProbe(t *testing.T) {
+	forEachResolution(t, func(t *testing.T, fsys *osfs.FS, root string) {
+		writeFile(t, filepath.Join(root, "small"), "abc")
+		writeFile(t, filepath.Join(root, "big"), "0123456789")
+		writeFile(t, filepath.Join(root, "empty"), "")
+		require.NoError(t, os.Mkdir(filepath.Join(root, "dir"), 0o700))
+		require.NoError(t, syscall.Mkfifo(filepath.Join(root, "fifo"), 0o600))
+
+		probe := make([]byte, 8)
+		into := make([]byte, 0, 8)
+		var lent []int
+		lend := func(n int) []byte { lent = append(lent, n); return make([]byte, n) }
+		reads := []core.WholeRead{
+			{Name: "small", Probe: probe, Lend: lend}, // ends inside the probe: copied out
+			{Name: "big", Probe: probe, Lend: lend},   // fills the probe: sized, the rest read
+			{Name: "small", Into: into},               // ends inside Into: read in place
+			{Name: "big", Into: make([]byte, 0, 8)},   // fills Into: new memory
+			{Name: "empty", Probe: probe},
+			{Name: "dir", Probe: probe, Optional: true},
+			{Name: "fifo", Probe: probe, Optional: true},
+		}
+		require.Equal(t, 5, fsys.ReadWholeFiles(reads[:5]))
+		for i, want := range []string{"abc", "0123456789", "abc", "0123456789", ""} {
+			require.NoError(t, reads[i].Err, reads[i].Name)
+			require.Equal(t, want, string(reads[i].Data), reads[i].Name)
+		}
+		require.Equal(t, []int{3, 10}, lent, "Lend asked for each file's exact size")
+		require.NotSame(t, &probe[0], &reads[0].Data[0], "a probe's bytes are copied out")
+		require.Equal(t, 3, cap(reads[0].Data))
+		require.Same(t, &into[:1][0], &reads[2].Data[0], "Into serves as its own probe")
+		require.Equal(t, 0, len(reads[4].Data))
+
+		require.Equal(t, 1, fsys.ReadWholeFiles(reads[5:6]))
+		requirePathErr(t, reads[5].Err, "dir", osfs.ErrNotRegular)
+		requireFIFORefused(t, "ReadWholeFiles with a probe", func() error {
+			fsys.ReadWholeFiles(reads[6:7])
+			return reads[6].Err
+		})
 	})
 }
 

@@ -46,7 +46,7 @@ func Promises() []Promise {
 			"two consumer processes drain the same spool, or a dead one's claim is never released", ""},
 		{"wake-ups", []string{"DirWatch"},
 			"consumers wait for poll_interval instead of waking at once", ""},
-		{"spool protocol", []string{"Spool*", "SidecarShape", "PayloadWithoutSidecar", "ForeignFilesIgnored",
+		{"spool protocol", []string{"Spool*", "SidecarShape", "FilesOfChangingSize", "PayloadWithoutSidecar", "ForeignFilesIgnored",
 			"FIFOAcrossShards", "ProducerConsumerConcurrent", "NackRedeliversFirst", "AckDeletesPayloadThenSidecar",
 			"NonDestructiveRead", "DoneSentinel", "StopOnDone", "StaleDoneRemoved", "SequenceNeverReused",
 			"ClaimsEnforced", "SequenceExhausted", "CorruptSidecar", "Layout_*", "FaultInjection*",

@@ -22,6 +22,7 @@ func spoolChecks() []check {
 	return []check{
 		{"SpoolRoundTrip", checkRoundTrip},
 		{"SidecarShape", checkSidecarShape},
+		{"FilesOfChangingSize", checkChangingSizes},
 		{"PayloadWithoutSidecar", checkPayloadWithoutSidecar},
 		{"ForeignFilesIgnored", checkForeignFiles},
 		{"FIFOAcrossShards", checkFIFOAcrossShards},
@@ -324,5 +325,38 @@ func checkCorruptSidecar(t TB, e *env) {
 	ds := drain(t, e, c, 10)
 	if len(ds) != 1 || ds[0].MessageID != "k" || ds[0].Metadata["a"] != "b" {
 		t.Errorf("a sidecar with an extra key: %+v", ds)
+	}
+}
+
+// checkChangingSizes writes payloads and sidecars whose sizes jump up and
+// down across the sizes a consumer may guess from the last file it read
+// (empty, a few bytes, the 8 and 16 KiB of core's probe, 1 MiB), and reads
+// them back one at a time and in batches: every payload, id and metadata
+// map comes back whole, whatever the guess was.
+func checkChangingSizes(t TB, e *env) {
+	// A large file follows a small one of its kind, so that the guess is
+	// wrong; payloads and sidecars take turns at that.
+	sizes := []int{3, 20000, 5, 0, 8 << 10, 7, 16<<10 - 40, 1, 16 << 10, 9, 1 << 20, 7}
+	sides := []int{0, 10, 3000, 600, 0, 40, 2, 5000, 5, 1100, 2, 9}
+	for _, limit := range []int{1, 3} {
+		fsys := e.newFS()
+		o := spoolOptions(t, "")
+		o.ExitWhenEmpty = true
+		var msgs []core.Message
+		for i, n := range sizes {
+			id := fmt.Sprint("m", i)
+			md := map[string]string{"pad": strings.Repeat("x", sides[i])}
+			msgs = append(msgs, core.Message{ID: id, Metadata: md, Payload: MakePayload(id, n)})
+		}
+		p, err := core.OpenProducer(fsys, o)
+		noErr(t, "OpenProducer", err)
+		if _, err := p.Write(e.ctx, msgs); err != nil {
+			t.Fatalf("Write: %v", err)
+		}
+		noErr(t, "Producer.Close", p.Close())
+		c, err := core.OpenConsumer(fsys, o)
+		noErr(t, "OpenConsumer", err)
+		checkDeliveries(t, drain(t, e, c, limit), msgs, true)
+		noErr(t, "Consumer.Close", c.Close())
 	}
 }

@@ -67,6 +67,8 @@ type Consumer struct {
 	ackRemoved        []*Delivery      // Ack's payloads deleted whose sidecars wait for a directory sync, reused
 	ackSynced         []bool           // Ack's outcome of each directory sync, reused
 	aheadSides        [][]byte         // readAhead's sidecar buffers, reused like sideBuf
+	probe             []byte           // small payloads are read into it first (wholeread.go)
+	one               [1]WholeRead     // readOne's batch of one, reused
 	strs              internTable      // metadata strings shared between deliveries
 
 	resume resumeState // the ack frontier kept in the CONSUMER record (resume.go)
@@ -502,9 +504,13 @@ func (c *Consumer) readChunk(r chunkRead, scratch []byte) (chunkRead, error) {
 		c.payHint = len(r.payload)
 	}
 	if c.layout.Sidecars() {
-		c.sideScratch = scratch
-		r.side, r.sideErr = readWhole(c.fsys, sidecar, c.sideHint, c.sideInto, scratch)
-		c.sideScratch = nil
+		if wr, ok := c.fsys.(WholeFileReader); ok {
+			r.side, r.sideErr = c.readOne(wr, c.sidecarRead(sidecar, scratch))
+		} else {
+			c.sideScratch = scratch
+			r.side, r.sideErr = readWhole(c.fsys, sidecar, c.sideHint, c.sideInto, scratch)
+			c.sideScratch = nil
+		}
 		if r.sideErr == nil {
 			c.sideHint = len(r.side)
 		}

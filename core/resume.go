@@ -267,9 +267,9 @@ func (c *Consumer) readFilesAhead(wr WholeFileReader, start uint64, n int) []chu
 	}
 	files := c.aheadFiles[:0]
 	for i, r := range reads {
-		files = append(files, WholeRead{Name: r.name, Lend: c.lend})
+		files = append(files, c.payloadRead(r.name))
 		if per == 2 {
-			files = append(files, WholeRead{Name: r.sidecar, Into: c.aheadSides[i], Optional: true})
+			files = append(files, c.sidecarRead(r.sidecar, c.aheadSides[i]))
 		}
 	}
 	tried := wr.ReadWholeFiles(files)
@@ -281,8 +281,12 @@ func (c *Consumer) readFilesAhead(wr WholeFileReader, start uint64, n int) []chu
 		r := &reads[i]
 		r.payload = files[per*i].Data
 		r.size = int64(len(r.payload))
+		c.payHint = len(r.payload)
 		if per == 2 {
 			r.side, r.sideErr = files[per*i+1].Data, files[per*i+1].Err
+			if r.sideErr == nil {
+				c.sideHint = len(r.side)
+			}
 			c.keepAheadSide(i, *r)
 		}
 	}

@@ -131,7 +131,9 @@ func (c *Consumer) loadPayload(name string) (payload []byte, size int64, onDisk 
 			return nil, size, onDisk, err
 		}
 	}
-	if c.lend != nil {
+	if wr, ok := c.fsys.(WholeFileReader); ok {
+		payload, err = c.readOne(wr, c.payloadRead(name))
+	} else if c.lend != nil {
 		payload, err = readLent(c.fsys, name, c.payHint, c.lend)
 	} else {
 		payload, err = readFile(c.fsys, name, c.payHint)
