@@ -12,6 +12,16 @@ const (
 	RawSyncfs     = "syncfs"           // write all, then one syncfs for the filesystem
 )
 
+// Raw read strategies for consume cases. The plain baseline reads every
+// payload into one reused buffer and drops it, which a consumer that hands
+// a whole batch over in memory cannot do: RawHeld keeps each payload of a
+// batch in a buffer of its own until the batch is removed, as the spool's
+// lent buffers are kept until Ack (Case.RawHeld).
+const (
+	RawOneBuffer = "one-buffer" // every payload into one buffer
+	RawHeld      = "held"       // each payload of a batch into its own buffer
+)
+
 // rawNames builds chunk names the way the default layout does, {seq:09}
 // with an optional 2x3 sharding, without the library.
 type rawNames struct {

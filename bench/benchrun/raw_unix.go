@@ -39,6 +39,7 @@ func (t *Trial) rawArm(name, dir string, names rawNames, strategy string, side [
 		if err != nil {
 			return err
 		}
+		rc.hold = strategy == RawHeld
 		a.step, a.stop = rc.consume, rc.close
 		return nil
 	}
@@ -328,7 +329,9 @@ func fsyncConcurrently(fds []int) error {
 // rawConsumer drains chunks with bare system calls: a listing of the leaf
 // directory, then for each payload in name order openat, read, close (and
 // the same for its sidecar), then unlinkat both in the protocol's order
-// with, per policy, an fsync of the directory between (see remove).
+// with, per policy, an fsync of the directory between (see remove). With
+// hold (RawHeld) the payloads of a batch each go to a buffer of their own,
+// kept from batch to batch.
 type rawConsumer struct {
 	rootfd  int
 	names   rawNames
@@ -336,7 +339,9 @@ type rawConsumer struct {
 	dir     string // current leaf directory
 	dirfd   int
 	pending []string // payload base names left in dir
-	buf     []byte
+	buf     []byte   // every payload without hold, and every sidecar
+	hold    bool
+	held    [][]byte // with hold: payload i of a batch goes to held[i]
 	dirBuf  []byte
 }
 
@@ -433,13 +438,26 @@ func payloadBases(names []string) []string {
 	return out
 }
 
-func (c *rawConsumer) readFile(name string) error {
+// payloadBuf returns the buffer for payload i of a batch.
+func (c *rawConsumer) payloadBuf(i int) []byte {
+	if !c.hold {
+		return c.buf
+	}
+	for len(c.held) <= i {
+		c.held = append(c.held, make([]byte, len(c.buf)))
+	}
+	return c.held[i]
+}
+
+// readFile reads name into buf, from its start each time, until a read
+// finds the end of the file.
+func (c *rawConsumer) readFile(name string, buf []byte) error {
 	fd, err := unix.Openat(c.dirfd, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", name, err)
 	}
 	for {
-		n, err := unix.Read(fd, c.buf)
+		n, err := unix.Read(fd, buf)
 		if err == unix.EINTR {
 			continue
 		}
@@ -468,12 +486,12 @@ func (c *rawConsumer) consume(n int) error {
 		take := c.pending[:min(n, len(c.pending))]
 		c.pending = c.pending[len(take):]
 		n -= len(take)
-		for _, base := range take {
-			if err := c.readFile(base + ".bin"); err != nil {
+		for i, base := range take {
+			if err := c.readFile(base+".bin", c.payloadBuf(i)); err != nil {
 				return err
 			}
 			if c.names.sidecar {
-				if err := c.readFile(base + ".json"); err != nil {
+				if err := c.readFile(base+".json", c.buf); err != nil {
 					return err
 				}
 			}

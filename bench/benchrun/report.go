@@ -56,6 +56,9 @@ type Result struct {
 	// RawStrategies holds every raw strategy's msgs/s when there were
 	// several.
 	RawStrategies map[string]float64 `json:"raw_strategies,omitempty"`
+	// RawRatios holds the spool's ratio to each raw strategy, computed as
+	// RatioToRaw is, when there were several.
+	RawRatios map[string]float64 `json:"raw_ratios,omitempty"`
 	// RatioToRaw is the median over rounds of spool msgs/s divided by the
 	// raw baseline's msgs/s in the same round: 1 means as fast as bare
 	// system calls.
@@ -91,7 +94,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		return err
 	}
 	if vary["read"] {
-		fmt.Fprintln(w, "read: lent = payloads read into buffers lent from a pool refilled at Ack (Consumer.LendPayloadBuffers),\n  like the raw loop's one reused buffer; bytes = a new Delivery.Payload per message.")
+		fmt.Fprintln(w, "read: lent = payloads read into buffers lent from a pool refilled at Ack (Consumer.LendPayloadBuffers),\n  reused from batch to batch as the raw loop reuses its buffer; bytes = a new Delivery.Payload per message.")
 	}
 	if r.Compare == nil {
 		return nil
@@ -164,8 +167,8 @@ func (r *Report) writeSummary(w io.Writer) {
 		reached, len(ratios), summaryAt, median, lx.RatioToRaw, lx.Op, lx.Name)
 }
 
-// writeRawStrategies lists each raw strategy's msgs/s for the cells that
-// tried several.
+// writeRawStrategies lists each raw strategy's msgs/s, and the spool's
+// ratio to it, for the cells that tried several.
 func (r *Report) writeRawStrategies(w io.Writer) {
 	var notes []string
 	for _, x := range r.Results {
@@ -177,13 +180,13 @@ func (r *Report) writeRawStrategies(w io.Writer) {
 			sort.Strings(keys)
 			parts := make([]string, len(keys))
 			for i, k := range keys {
-				parts[i] = fmt.Sprintf("%s %s", strings.TrimPrefix(k, RawArmPrefix+"/"), fmtRate(x.RawStrategies[k]))
+				parts[i] = fmt.Sprintf("%s %s (x %.2f)", strings.TrimPrefix(k, RawArmPrefix+"/"), fmtRate(x.RawStrategies[k]), x.RawRatios[k])
 			}
 			notes = append(notes, fmt.Sprintf("  %s %s: %s", x.Op, x.Name, strings.Join(parts, ", ")))
 		}
 	}
 	if len(notes) > 0 {
-		fmt.Fprintln(w, "\nraw fsync=batch strategies (msgs/s):")
+		fmt.Fprintln(w, "\nraw strategies, msgs/s (x: the spool's ratio to each; the table's is to the fastest):")
 		for _, n := range notes {
 			fmt.Fprintln(w, n)
 		}

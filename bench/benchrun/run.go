@@ -26,6 +26,9 @@ type Config struct {
 	Layouts    []string // LayoutFlat, LayoutSharded
 	Backends   []string // osfs.Name, memfs.Name
 	Reads      []string // how consume cases read payloads: ReadLent, ReadBytes
+	// RawHeld gives every consume case a second raw arm that keeps each
+	// payload of a batch in memory until the batch is removed (Case.RawHeld).
+	RawHeld bool
 	// Count is the number of messages each arm writes or drains per round.
 	Count int
 	// Rounds is how many times each case runs, each time in a fresh
@@ -111,7 +114,8 @@ func (cfg Config) Cases() []Case {
 							for _, b := range cfg.BatchSizes {
 								for _, read := range cfg.readsOf(op) {
 									out = append(out, Case{Op: op, Fsync: fs, BatchSize: b, PayloadBytes: size,
-										Sidecar: side, Layout: lay, Backend: be, Read: read})
+										Sidecar: side, Layout: lay, Backend: be, Read: read,
+										RawHeld: cfg.RawHeld && op == OpConsume})
 								}
 							}
 						}
@@ -269,28 +273,35 @@ func (m *measure) result() Result {
 	res.P50BatchMs = msOf(percentile(m.steps[spool], 50))
 	res.P99BatchMs = msOf(percentile(m.steps[spool], 99))
 	best, bestRate := 0, -1.0
-	res.RawStrategies = map[string]float64{}
+	res.RawStrategies, res.RawRatios = map[string]float64{}, map[string]float64{}
 	for a := range spool {
 		r := median(m.rates(a))
 		res.RawStrategies[m.arms[a]] = r
+		res.RawRatios[m.arms[a]] = pairedRatio(sr, m.rates(a))
 		if r > bestRate {
 			best, bestRate = a, r
 		}
-	}
-	if len(res.RawStrategies) == 1 {
-		res.RawStrategies = nil
 	}
 	res.RawArm = m.arms[best]
 	res.RawMsgsPerSec = bestRate
 	res.RawP50BatchMs = msOf(percentile(m.steps[best], 50))
 	res.RawP99BatchMs = msOf(percentile(m.steps[best], 99))
-	br := m.rates(best)
-	ratios := make([]float64, len(sr))
-	for r := range sr {
-		ratios[r] = sr[r] / br[r]
+	res.RatioToRaw = res.RawRatios[res.RawArm]
+	if len(res.RawStrategies) == 1 {
+		res.RawStrategies, res.RawRatios = nil, nil
 	}
-	res.RatioToRaw = median(ratios)
 	return res
+}
+
+// pairedRatio returns the median over rounds of spool[r] / raw[r]: each
+// round's rates divided before the median, so that a round in which the
+// machine was slow for both arms counts as any other.
+func pairedRatio(spool, raw []float64) float64 {
+	ratios := make([]float64, len(spool))
+	for r := range spool {
+		ratios[r] = spool[r] / raw[r]
+	}
+	return median(ratios)
 }
 
 func msOf(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }

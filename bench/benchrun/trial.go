@@ -30,6 +30,11 @@ type Case struct {
 	// caller lends, Consumer.LendPayloadBuffers) or ReadBytes (a new
 	// Delivery.Payload per message). Empty for produce cases.
 	Read string
+	// RawHeld adds a raw arm (RawHeld, "raw/held") that keeps each payload
+	// of a batch in memory until the batch is removed, next to the plain
+	// one that reads them all into one buffer ("raw/one-buffer"). The
+	// ratio is still to the faster of the two. Consume cases only.
+	RawHeld bool
 }
 
 // Name returns the case as benchmark name elements, for example
@@ -70,6 +75,8 @@ func (c Case) validate() error {
 		return fmt.Errorf("read %q: must be %s or %s", c.Read, ReadLent, ReadBytes)
 	case c.Op == OpProduce && c.Read != "":
 		return fmt.Errorf("read %q: only consume cases read", c.Read)
+	case c.Op == OpProduce && c.RawHeld:
+		return fmt.Errorf("raw held: only consume cases hold payloads")
 	}
 	return nil
 }
@@ -126,8 +133,11 @@ func NewTrial(dir string, c Case) (t *Trial, err error) {
 		side = sampleSidecar()
 	}
 	strategies := []string{RawPerFile}
-	if c.Op == OpProduce && c.Fsync == string(core.FsyncBatch) {
+	switch {
+	case c.Op == OpProduce && c.Fsync == string(core.FsyncBatch):
 		strategies = rawBatchStrategies
+	case c.Op == OpConsume && c.RawHeld:
+		strategies = []string{RawOneBuffer, RawHeld}
 	}
 	for i, s := range strategies {
 		name := RawArmPrefix
@@ -213,8 +223,8 @@ func (t *Trial) spoolArm(dir string) (*arm, error) {
 }
 
 // Arms returns the names of the arms in the order Step runs them: the raw
-// baselines ("raw", or "raw/<strategy>" for fsync=batch produce cases), then
-// "spool".
+// baselines ("raw", or "raw/<strategy>" for fsync=batch produce cases and
+// for consume cases with RawHeld), then "spool".
 func (t *Trial) Arms() []string {
 	out := make([]string, len(t.arms))
 	for i, a := range t.arms {
