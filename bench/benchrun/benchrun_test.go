@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -172,4 +173,74 @@ func TestReportSummary(t *testing.T) {
 	buf.Reset()
 	(&Report{Results: rep.Results[:1]}).writeSummary(&buf)
 	assert.Empty(t, buf.String(), "one cell needs no summary")
+}
+
+// TestStepOrderBalancesPredecessors runs many steps of trials of 2 to 5
+// arms: every step must run each arm once, and over the whole sequence,
+// step boundaries included, each arm must follow each other arm about as
+// often, since an arm can slow the one after it.
+func TestStepOrderBalancesPredecessors(t *testing.T) {
+	for n := 2; n <= 5; n++ {
+		tr := &Trial{}
+		order := make([]int, n)
+		follows := map[[2]int]int{}
+		prev := -1
+		const steps = 6000
+		for range steps {
+			tr.steps++
+			tr.stepOrder(order)
+			seen := make([]bool, n)
+			for _, i := range order {
+				require.False(t, seen[i], "n=%d: arm %d twice in one step %v", n, i, order)
+				seen[i] = true
+				if prev >= 0 && prev != i {
+					follows[[2]int{prev, i}]++
+				}
+				prev = i
+			}
+		}
+		require.Len(t, follows, n*(n-1), "n=%d: every arm follows every other", n)
+		total := 0
+		for _, c := range follows {
+			total += c
+		}
+		mean := float64(total) / float64(n*(n-1))
+		for pair, c := range follows {
+			assert.InDelta(t, mean, float64(c), mean*0.1, "n=%d: arm %d follows arm %d %d times, mean %.0f", n, pair[1], pair[0], c, mean)
+		}
+	}
+}
+
+// TestFillInterleavesBacklogs fills three arms through fakes that log each
+// write: every arm gets the whole backlog, in parts of at most fillPart,
+// and each turn writes one part per arm, starting with the next arm, so
+// that no arm's backlog is written before the others'.
+func TestFillInterleavesBacklogs(t *testing.T) {
+	type write struct{ arm, n int }
+	var log []write
+	tr := &Trial{c: Case{Op: OpConsume}}
+	ready := make([]bool, 3)
+	for i := range 3 {
+		tr.arms = append(tr.arms, &arm{name: fmt.Sprint("arm", i), openFill: func() (*armFill, error) {
+			return &armFill{
+				write: func(n int) error { log = append(log, write{i, n}); return nil },
+				close: func() error { return nil },
+				ready: func() error { ready[i] = true; return nil },
+			}, nil
+		}})
+	}
+	const n = 3*fillPart + 10
+	require.NoError(t, tr.Fill(n))
+	assert.Equal(t, []bool{true, true, true}, ready, "every arm is readied")
+	total := make([]int, 3)
+	for turn := 0; turn*3 < len(log); turn++ {
+		part := log[turn*3 : turn*3+3]
+		for j, w := range part {
+			assert.Equal(t, (j+turn)%3, w.arm, "turn %d: %v", turn, part)
+			assert.LessOrEqual(t, w.n, fillPart)
+			total[w.arm] += w.n
+		}
+	}
+	assert.Equal(t, []int{n, n, n}, total, "messages per arm")
+	assert.Len(t, log, 3*4, "four turns of three parts")
 }

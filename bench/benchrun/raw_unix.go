@@ -3,9 +3,11 @@
 package benchrun
 
 import (
+	"errors"
 	"fmt"
 
 	osfs "github.com/mqb-project/mqb/backend-os"
+	"github.com/mqb-project/mqb/core"
 	"slices"
 	"sync"
 	"time"
@@ -23,25 +25,29 @@ func (t *Trial) rawArm(name, dir string, names rawNames, strategy string, side [
 		return &arm{name: name, step: p.write, stop: p.close}, nil
 	}
 	a := &arm{name: name}
-	a.fill = func(n int) error {
+	a.openFill = func() (*armFill, error) {
+		// The raw arm's backlog is written by the library too, then
+		// drained with bare system calls.
 		fsys, err := openFS(osfs.Name, dir)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		err = fill(fsys.fs, spoolOptions(dir, c.Fsync, c.Layout, c.Sidecar), t.payload, n, 256)
-		if cerr := fsys.close(); err == nil {
-			err = cerr
-		}
+		b, err := openBacklog(fsys.fs, spoolOptions(dir, c.Fsync, c.Layout, c.Sidecar), t.payload)
 		if err != nil {
-			return err
+			fsys.close()
+			return nil, err
 		}
-		rc, err := newRawConsumer(dir, names, c.Fsync, c.PayloadBytes)
-		if err != nil {
-			return err
+		ready := func() error {
+			rc, err := newRawConsumer(dir, names, c.Fsync, c.PayloadBytes)
+			if err != nil {
+				return err
+			}
+			rc.hold = strategy == RawHeld
+			a.step, a.stop = rc.consume, rc.close
+			return nil
 		}
-		rc.hold = strategy == RawHeld
-		a.step, a.stop = rc.consume, rc.close
-		return nil
+		closeAll := func() error { return errors.Join(b.close(), fsys.close()) }
+		return &armFill{write: b.write, close: closeAll, ready: ready}, nil
 	}
 	return a, nil
 }
@@ -331,7 +337,8 @@ func fsyncConcurrently(fds []int) error {
 // the same for its sidecar), then unlinkat both in the protocol's order
 // with, per policy, an fsync of the directory between (see remove). With
 // hold (RawHeld) the payloads of a batch each go to a buffer of their own,
-// kept from batch to batch.
+// taken from heldBuffers and given back once the batch is removed, as the
+// spool arm takes and gives back its lent buffers.
 type rawConsumer struct {
 	rootfd  int
 	names   rawNames
@@ -341,7 +348,8 @@ type rawConsumer struct {
 	pending []string // payload base names left in dir
 	buf     []byte   // every payload without hold, and every sidecar
 	hold    bool
-	held    [][]byte // with hold: payload i of a batch goes to held[i]
+	payload int      // payload bytes: the size of a held buffer
+	held    [][]byte // with hold: payload i of the batch being read goes to held[i]
 	dirBuf  []byte
 }
 
@@ -351,10 +359,11 @@ func newRawConsumer(root string, names rawNames, fsync string, payloadBytes int)
 		return nil, fmt.Errorf("open %s: %w", root, err)
 	}
 	return &rawConsumer{rootfd: fd, names: names, fsync: fsync, dir: ".", dirfd: fd,
-		buf: make([]byte, payloadBytes+4096), dirBuf: make([]byte, 32<<10)}, nil
+		buf: make([]byte, payloadBytes+4096), payload: payloadBytes, dirBuf: make([]byte, 32<<10)}, nil
 }
 
 func (c *rawConsumer) close() error {
+	c.giveBack()
 	if c.dirfd != c.rootfd {
 		unix.Close(c.dirfd)
 	}
@@ -438,13 +447,27 @@ func payloadBases(names []string) []string {
 	return out
 }
 
+// heldBuffers lends the buffers of every held raw arm of the process, kept
+// from round to round as the spool arm's lentBuffers are: both arms pay
+// for making their buffers in a case's first round only.
+var heldBuffers = core.NewBufferPool(1 << 62)
+
+// giveBack returns the last batch's held buffers, its chunks removed.
+func (c *rawConsumer) giveBack() {
+	for i, b := range c.held {
+		heldBuffers.Put(b)
+		c.held[i] = nil
+	}
+	c.held = c.held[:0]
+}
+
 // payloadBuf returns the buffer for payload i of a batch.
 func (c *rawConsumer) payloadBuf(i int) []byte {
 	if !c.hold {
 		return c.buf
 	}
 	for len(c.held) <= i {
-		c.held = append(c.held, make([]byte, len(c.buf)))
+		c.held = append(c.held, heldBuffers.Get(c.payload))
 	}
 	return c.held[i]
 }
@@ -486,6 +509,7 @@ func (c *rawConsumer) consume(n int) error {
 		take := c.pending[:min(n, len(c.pending))]
 		c.pending = c.pending[len(take):]
 		n -= len(take)
+		c.giveBack()
 		for i, base := range take {
 			if err := c.readFile(base+".bin", c.payloadBuf(i)); err != nil {
 				return err

@@ -194,32 +194,41 @@ func (s *spoolConsumer) close() error {
 	return errors.Join(s.c.Close(), s.fsys.close())
 }
 
-// fill writes n messages of payload into a spool with fsync=none and then
-// flushes the filesystem, so that a consume case starts from a durable
-// backlog.
-func fill(fsys core.FS, o core.Options, payload []byte, n, batch int) error {
+// backlog writes the backlog of a consume case's arm through the library
+// with fsync=none, in as many parts as its caller likes (Trial.Fill
+// interleaves the arms' parts), and flushes the filesystem at close, so that
+// the arm starts from a durable backlog.
+type backlog struct {
+	fsys    core.FS
+	p       *core.Producer
+	payload []byte
+	msgs    []core.Message
+}
+
+func openBacklog(fsys core.FS, o core.Options, payload []byte) (*backlog, error) {
 	o.Fsync = core.FsyncNone
 	p, err := core.OpenProducer(fsys, o)
 	if err != nil {
+		return nil, err
+	}
+	return &backlog{fsys: fsys, p: p, payload: payload}, nil
+}
+
+// write appends n messages in one Write.
+func (b *backlog) write(n int) error {
+	b.msgs = b.msgs[:0]
+	for range n {
+		b.msgs = append(b.msgs, core.Message{Metadata: benchMetadata, Payload: b.payload})
+	}
+	_, err := b.p.Write(context.Background(), b.msgs)
+	return err
+}
+
+func (b *backlog) close() error {
+	if err := b.p.Close(); err != nil {
 		return err
 	}
-	msgs := make([]core.Message, 0, batch)
-	for n > 0 {
-		k := min(n, batch)
-		msgs = msgs[:0]
-		for range k {
-			msgs = append(msgs, core.Message{Metadata: benchMetadata, Payload: payload})
-		}
-		if _, err := p.Write(context.Background(), msgs); err != nil {
-			p.Close()
-			return err
-		}
-		n -= k
-	}
-	if err := p.Close(); err != nil {
-		return err
-	}
-	if s, ok := fsys.(core.FSSyncer); ok {
+	if s, ok := b.fsys.(core.FSSyncer); ok {
 		return s.SyncAll()
 	}
 	return nil

@@ -3,8 +3,10 @@ package benchrun
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -101,14 +103,24 @@ type Trial struct {
 	payload []byte
 	closed  bool
 	steps   int
+	order   []int      // the arms' order in the current step
+	shuffle *rand.Rand // draws the orders of a trial of more than two arms
 }
 
 type arm struct {
-	name string
-	prep func(n int) // untimed, before step
-	step func(n int) error
-	fill func(n int) error
-	stop func() error
+	name     string
+	prep     func(n int) // untimed, before step
+	step     func(n int) error
+	openFill func() (*armFill, error) // consume arms: starts writing the backlog
+	stop     func() error
+}
+
+// armFill writes the backlog of a consume arm in parts, which Trial.Fill
+// interleaves with the other arms' parts, then readies the arm to drain it.
+type armFill struct {
+	write func(n int) error // appends n messages to the backlog
+	close func() error      // makes the backlog durable; always called
+	ready func() error      // sets the arm's step, once the backlog is closed
 }
 
 // NewTrial prepares c in a fresh directory below dir (which must exist and
@@ -208,16 +220,20 @@ func (t *Trial) spoolArm(dir string) (*arm, error) {
 		return nil, err
 	}
 	a := &arm{name: ArmSpool, stop: fsys.close}
-	a.fill = func(n int) error {
-		if err := fill(fsys.fs, o, t.payload, n, 256); err != nil {
-			return err
-		}
-		sc, err := newSpoolConsumer(fsys, o, c.Read)
+	a.openFill = func() (*armFill, error) {
+		b, err := openBacklog(fsys.fs, o, t.payload)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		a.step, a.stop = sc.consume, sc.close
-		return nil
+		ready := func() error {
+			sc, err := newSpoolConsumer(fsys, o, c.Read)
+			if err != nil {
+				return err
+			}
+			a.step, a.stop = sc.consume, sc.close
+			return nil
+		}
+		return &armFill{write: b.write, close: b.close, ready: ready}, nil
 	}
 	return a, nil
 }
@@ -236,17 +252,55 @@ func (t *Trial) Arms() []string {
 // Dir returns the trial's own directory.
 func (t *Trial) Dir() string { return t.dir }
 
+// fillPart is how many messages an arm's backlog grows by before the next
+// arm's does.
+const fillPart = 256
+
 // Fill puts a backlog of n messages in front of every arm of a consume
 // case, made durable before it returns. It is not timed and must be called
-// once, before Step.
+// once, before Step. The arms' backlogs are written in turns of fillPart
+// messages, each turn starting with the next arm: a backlog written
+// whole before the others drained a quarter slower at 1 MiB payloads on
+// tmpfs, whichever arm it was, so no arm may have its files written first.
 func (t *Trial) Fill(n int) error {
 	if t.c.Op != OpConsume {
 		return nil
 	}
-	for _, a := range t.arms {
-		if err := a.fill(n); err != nil {
-			return fmt.Errorf("fill %s: %w", a.name, err)
+	fills := make([]*armFill, 0, len(t.arms))
+	err := t.writeBacklogs(n, &fills)
+	for _, f := range fills {
+		err = errors.Join(err, f.close())
+	}
+	if err != nil {
+		return fmt.Errorf("fill: %w", err)
+	}
+	for i, f := range fills {
+		if err := f.ready(); err != nil {
+			return fmt.Errorf("fill %s: %w", t.arms[i].name, err)
 		}
+	}
+	return nil
+}
+
+// writeBacklogs opens every arm's backlog into fills and writes n messages
+// to each, in turns.
+func (t *Trial) writeBacklogs(n int, fills *[]*armFill) error {
+	for _, a := range t.arms {
+		f, err := a.openFill()
+		if err != nil {
+			return fmt.Errorf("%s: %w", a.name, err)
+		}
+		*fills = append(*fills, f)
+	}
+	for turn := 0; n > 0; turn++ {
+		k := min(n, fillPart)
+		for j := range *fills {
+			i := (j + turn) % len(*fills)
+			if err := (*fills)[i].write(k); err != nil {
+				return fmt.Errorf("%s: %w", t.arms[i].name, err)
+			}
+		}
+		n -= k
 	}
 	return nil
 }
@@ -259,12 +313,10 @@ func (t *Trial) Step(n int, out []time.Duration) ([]time.Duration, error) {
 		out = make([]time.Duration, len(t.arms))
 	}
 	out = out[:len(t.arms)]
-	// Rotate the order from step to step, so that no arm always runs right
-	// after the same other one (an arm can leave the machine busier for the
-	// next: threads still spinning, dirty pages to flush).
 	t.steps++
-	for k := range t.arms {
-		i := (k + t.steps) % len(t.arms)
+	t.order = slices.Grow(t.order[:0], len(t.arms))[:len(t.arms)]
+	t.stepOrder(t.order)
+	for _, i := range t.order {
 		a := t.arms[i]
 		if a.step == nil {
 			return nil, errors.New("benchrun: Fill must be called before Step in a consume case")
@@ -281,6 +333,28 @@ func (t *Trial) Step(n int, out []time.Duration) ([]time.Duration, error) {
 		out[i] = d
 	}
 	return out, nil
+}
+
+// stepOrder sets order to the order in which the arms run in the next
+// step. An arm can leave the machine slower for the one after it (threads
+// still spinning, dirty pages to flush, its data filling the CPU cache), so
+// no arm may run right after the same other one more often than after the
+// rest. Two arms take turns: A B, B A, A B... With more, a rotation would
+// put arm i+1 after arm i in most steps (it did: the raw arm after the
+// spool ran a quarter slower than its twin at 1 MiB), so each step runs
+// them in an order drawn at random, from a fixed seed so that a run can be
+// repeated.
+func (t *Trial) stepOrder(order []int) {
+	n := len(order)
+	for k := range order {
+		order[k] = (k + t.steps) % n
+	}
+	if n > 2 {
+		if t.shuffle == nil {
+			t.shuffle = rand.New(rand.NewPCG(1, 2))
+		}
+		t.shuffle.Shuffle(n, func(i, j int) { order[i], order[j] = order[j], order[i] })
+	}
 }
 
 // Close stops every arm and removes the trial's directory, then flushes the
