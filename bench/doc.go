@@ -3,8 +3,8 @@
 // `mqb bench`.
 //
 // Every produce and consume benchmark runs a raw-syscall baseline in the
-// same process, interleaved with the spool one batch at a time (A B A B,
-// the order rotating), and reports both:
+// same process, interleaved with the spool one batch at a time (A B, B A;
+// three or more arms in a random order each step), and reports both:
 //
 //	ns/op        spool nanoseconds per message
 //	msgs/s       spool messages per second

@@ -305,9 +305,8 @@ func (t *Trial) writeBacklogs(n int, fills *[]*armFill) error {
 	return nil
 }
 
-// Step produces or consumes n messages on each arm in turn, starting with a
-// different arm each time, and returns how long each took, in the order of
-// Arms.
+// Step produces or consumes n messages on each arm in turn, in the order
+// stepOrder gives, and returns how long each took, in the order of Arms.
 func (t *Trial) Step(n int, out []time.Duration) ([]time.Duration, error) {
 	if cap(out) < len(t.arms) {
 		out = make([]time.Duration, len(t.arms))
