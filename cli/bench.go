@@ -52,9 +52,9 @@ syncfs per batch.
 Consume cells say in their "read" column (and read= in their name) which API
 they measured: --read lent (the default) reads each payload into a buffer
 lent from a pool that is refilled at Ack (Consumer.LendPayloadBuffers), so
-buffers are reused from batch to batch as the raw loop reuses its one; --read bytes takes the new []byte
-Delivery.Payload the consumer allocates per message, which shows what that
-convenience costs. --read lent,bytes measures both.
+buffers are reused from batch to batch as the raw loop reuses its one;
+--read bytes takes the new []byte Delivery.Payload the consumer allocates per
+message, which shows what that convenience costs. --read lent,bytes measures both.
 
 The raw consume loop reads every payload into the same buffer and drops it.
 A consumer that hands a batch over in memory cannot: its payloads all live
