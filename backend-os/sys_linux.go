@@ -6,10 +6,6 @@ package osfs
 // watch_linux.go) inotify. The mqb_portable build leaves them all out.
 
 import (
-	"io/fs"
-	"path"
-	"syscall"
-
 	"github.com/mqb-project/mqb/core"
 	"golang.org/x/sys/unix"
 )
@@ -76,29 +72,6 @@ func (f *FS) renameNoReplace(odir int, obase string, ndir int, nbase string) err
 		return err
 	}
 	return linkRename(odir, obase, ndir, nbase, err) // the filesystem lacks the flag
-}
-
-// Stat describes name without following a symbolic link, like os.Lstat;
-// Sys returns a *syscall.Stat_t.
-func (f *FS) Stat(name string) (fs.FileInfo, error) {
-	var fi fs.FileInfo
-	err := f.do("stat", name, func(rootfd int) error {
-		fd, err := f.openBeneath(rootfd, name, unix.O_PATH|unix.O_NOFOLLOW, 0)
-		if err != nil {
-			return err
-		}
-		defer unix.Close(fd)
-		info := &fileInfo{name: path.Base(name)}
-		if err := ignoringEINTR(func() error { return syscall.Fstat(fd, &info.sys) }); err != nil {
-			return err
-		}
-		fi = info
-		return nil
-	}, name)
-	if err != nil {
-		return nil, err
-	}
-	return fi, nil
 }
 
 // SyncAll makes the bytes of every file written before the call durable, as

@@ -10,11 +10,6 @@ package osfs
 // that the code of macOS and FreeBSD is tested where CI runs.
 
 import (
-	"io/fs"
-	"path"
-	"syscall"
-	"unsafe"
-
 	"golang.org/x/sys/unix"
 )
 
@@ -33,27 +28,4 @@ func resolveUsable(int) bool { return false }
 // has no ".." elements.
 func (f *FS) openBeneath(rootfd int, name string, flags int, mode uint32) (int, error) {
 	return walkOpen(rootfd, name, flags|unix.O_CLOEXEC, mode)
-}
-
-// syscall.Stat_t and unix.Stat_t are the same C struct stat.
-const (
-	_ = uint(unsafe.Sizeof(syscall.Stat_t{}) - unsafe.Sizeof(unix.Stat_t{}))
-	_ = uint(unsafe.Sizeof(unix.Stat_t{}) - unsafe.Sizeof(syscall.Stat_t{}))
-)
-
-// Stat describes name without following a symbolic link, like os.Lstat;
-// Sys returns a *syscall.Stat_t. It is fstatat(AT_SYMLINK_NOFOLLOW) in the
-// directory holding name.
-func (f *FS) Stat(name string) (fs.FileInfo, error) {
-	info := &fileInfo{name: path.Base(name)}
-	st := (*unix.Stat_t)(unsafe.Pointer(&info.sys))
-	err := f.do("stat", name, func(rootfd int) error {
-		return f.inParent(rootfd, name, func(dirfd int, base string) error {
-			return ignoringEINTR(func() error { return unix.Fstatat(dirfd, base, st, unix.AT_SYMLINK_NOFOLLOW) })
-		})
-	}, name)
-	if err != nil {
-		return nil, err
-	}
-	return info, nil
 }
