@@ -92,6 +92,25 @@ func openStreaming(t TB, fsys core.FS, o core.Options) *core.Consumer {
 	return c
 }
 
+// checkReadInto reads the payload of d, left on disk, into a buffer of
+// exactly its size, one with room to spare and one too small: the first two
+// must hold the payload in the lent memory, the third in new memory.
+func checkReadInto(t TB, d *core.Delivery) {
+	t.Helper()
+	for _, room := range []int{streamSize, streamSize + 4096, 1024} {
+		lent := make([]byte, 0, room)
+		got, err := d.ReadInto(lent)
+		noErr(t, "ReadInto", err)
+		if len(got) != streamSize || sha256.Sum256(got) != patternSum(streamSize) {
+			t.Errorf("ReadInto with a %d-byte buffer: %d bytes, not the payload written", room, len(got))
+			continue
+		}
+		if shares := &got[0] == &lent[:1][0]; shares != (room >= streamSize) {
+			t.Errorf("ReadInto with a %d-byte buffer for %d bytes: result in the lent memory = %v", room, streamSize, shares)
+		}
+	}
+}
+
 // checkStreamRoundTrip writes a large Body, an empty Body and a small
 // Payload, reads them with a streaming consumer, copies the large one into
 // a second spool from its stream (spool to spool) and reads that back.
@@ -125,12 +144,7 @@ func checkStreamRoundTrip(t TB, e *env) {
 	if ds[1].Size != 0 || len(ds[1].Payload) != 0 || string(ds[2].Payload) != "small" || ds[2].Size != 5 {
 		t.Errorf("small deliveries: sizes %d and %d, payload %q", ds[1].Size, ds[2].Size, ds[2].Payload)
 	}
-	lent := make([]byte, 0, streamSize)
-	got, err := big.ReadInto(lent)
-	noErr(t, "ReadInto", err)
-	if &got[0] != &lent[:1][0] || sha256.Sum256(got) != patternSum(streamSize) {
-		t.Errorf("ReadInto did not fill the lent buffer with the payload")
-	}
+	checkReadInto(t, big)
 	copyStream(t, e, big, dst, o)
 	noErr(t, "Ack", c.Ack(ds...))
 	c2 := openStreaming(t, dst, o)

@@ -197,14 +197,23 @@ func (d *Delivery) Open() (io.ReadCloser, error) {
 
 // ReadInto reads the payload into buf, which the caller lends, growing it
 // only when it is too small, and returns buf[:Size]. It fails like Open.
+// Through an FS that reads whole files (WholeFileReader) a payload left on
+// disk costs what a raw loop's read into one buffer costs: open, read,
+// close, and the fstat that sizes a file that fills buf.
 func (d *Delivery) ReadInto(buf []byte) ([]byte, error) {
+	if d.Payload != nil || d.fsys == nil || d.Size == 0 {
+		if int64(cap(buf)) < d.Size {
+			buf = make([]byte, d.Size)
+		}
+		return buf[:copy(buf[:d.Size], d.Payload)], nil
+	}
+	if wr, ok := d.fsys.(WholeFileReader); ok {
+		return d.readWholeInto(wr, buf)
+	}
 	if int64(cap(buf)) < d.Size {
 		buf = make([]byte, d.Size)
 	}
 	buf = buf[:d.Size]
-	if d.Payload != nil || d.fsys == nil {
-		return buf[:copy(buf, d.Payload)], nil
-	}
 	r, err := d.Open()
 	if err != nil {
 		return nil, err
@@ -217,6 +226,23 @@ func (d *Delivery) ReadInto(buf []byte) ([]byte, error) {
 		return nil, err // more bytes than Size: ErrPayloadSize
 	}
 	return buf, nil
+}
+
+// readWholeInto is ReadInto of a payload on disk through wr: buf serves as
+// the file's probe, so a file that ends inside it needs no fstat.
+func (d *Delivery) readWholeInto(wr WholeFileReader, buf []byte) ([]byte, error) {
+	r := []WholeRead{{Name: d.Name, Into: buf[:0]}}
+	wr.ReadWholeFiles(r)
+	data, err := r[0].Data, r[0].Err
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("read payload %s: %w (it was removed while in flight)", d.Name, err)
+	case err != nil:
+		return nil, fmt.Errorf("read payload %s: %w", d.Name, err)
+	case int64(len(data)) != d.Size:
+		return nil, fmt.Errorf("%s: %w: stated %d bytes, has %d", d.Name, ErrPayloadSize, d.Size, len(data))
+	}
+	return data, nil
 }
 
 // writePayload writes the payload of m to f: Payload, or exactly Size
