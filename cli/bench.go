@@ -54,7 +54,10 @@ they measured: --read lent (the default) reads each payload into a buffer
 lent from a pool that is refilled at Ack (Consumer.LendPayloadBuffers), so
 buffers are reused from batch to batch as the raw loop reuses its one;
 --read bytes takes the new []byte Delivery.Payload the consumer allocates per
-message, which shows what that convenience costs. --read lent,bytes measures both.
+message, which shows what that convenience costs. --read stream has the
+consumer leave every payload on disk (Consumer.SetStreamAbove) and reads each
+in turn into one buffer (Delivery.ReadInto), as the raw loop does: a batch then
+costs no memory per payload. --read lent,stream measures two of them.
 
 The raw consume loop reads every payload into the same buffer and drops it.
 A consumer that hands a batch over in memory cannot: its payloads all live
@@ -96,7 +99,7 @@ func (fl *benchFlags) register(cmd *cobra.Command) {
 	f.StringSliceVar(&fl.ops, "op", []string{benchrun.OpProduce, benchrun.OpConsume}, "operations: produce, consume (drain with ack)")
 	f.StringSliceVar(&fl.sidecars, "sidecar", []string{"on"}, "metadata sidecars: on, off, or both as on,off")
 	f.StringSliceVar(&fl.layouts, "layout", []string{benchrun.LayoutFlat}, "layouts: flat, sharded (shard_depth=2, shard_width=3)")
-	f.StringSliceVar(&fl.reads, "read", []string{benchrun.ReadLent}, "how consume cells read payloads: lent (into pooled buffers, reused as the raw loop reuses its buffer), bytes (a new []byte each), or both as lent,bytes")
+	f.StringSliceVar(&fl.reads, "read", []string{benchrun.ReadLent}, "how consume cells read payloads: lent (into pooled buffers, reused as the raw loop reuses its buffer), bytes (a new []byte each), stream (left on disk, each read into one buffer), or several as lent,stream")
 	f.BoolVar(&fl.rawHeld, "raw-held", false, "give consume cells a second raw baseline that keeps each payload of a batch in its own buffer until the batch is removed, as the spool keeps lent buffers until Ack")
 	f.StringSliceVar(&fl.backends, "backend", []string{bridge.BackendOS}, "backends: os, memfs (in memory; the raw baseline stays on --dir)")
 	f.BoolVar(&fl.asJSON, "json", false, "print one JSON object with a results array instead of a table")
@@ -224,7 +227,7 @@ func checkBenchFlags(cfg benchrun.Config) error {
 		oneOf("op", cfg.Ops, benchrun.OpProduce, benchrun.OpConsume),
 		oneOf("layout", cfg.Layouts, benchrun.LayoutFlat, benchrun.LayoutSharded),
 		oneOf("backend", cfg.Backends, bridge.BackendOS, bridge.BackendMemFS),
-		oneOf("read", cfg.Reads, benchrun.ReadLent, benchrun.ReadBytes),
+		oneOf("read", cfg.Reads, benchrun.ReadLent, benchrun.ReadBytes, benchrun.ReadStream),
 	} {
 		if err != nil {
 			return err

@@ -11,7 +11,9 @@
 //
 // A sample belongs to the raw arm when its stack passes through the raw
 // producer or consumer of package benchrun, to the spool arm when it passes
-// through core's Producer or Consumer, and to neither otherwise (the bench's
+// through core's Producer or Consumer (or, consuming, the bench's
+// spoolConsumer, which reads payloads after Read with --read stream), and
+// to neither otherwise (the bench's
 // own set-up, the garbage collector's workers, other threads). With -op
 // consume (the default) only the consumers count: a consume case's fill,
 // which is not timed, runs the producers.

@@ -28,20 +28,24 @@ func parseFrame(line string) (frame, bool) {
 	return frame{fn: sym, kernel: strings.Contains(dso, "kernel")}, true
 }
 
-// markers name, for each operation, a function that the samples of each
+// markers name, for each operation, functions that the samples of each
 // arm pass through. A consume case's fill is not timed and is left out:
-// it runs the producers.
-var markers = map[string]map[string]string{
-	"consume": {"raw": "benchrun.(*rawConsumer)", "spool": "core.(*Consumer)"},
-	"produce": {"raw": "benchrun.(*rawProducer)", "spool": "core.(*Producer)"},
+// it runs the producers. A spool consumer's payload read after Read
+// (Delivery.ReadInto, with --read stream) passes through the bench's
+// spoolConsumer only.
+var markers = map[string]map[string][]string{
+	"consume": {"raw": {"benchrun.(*rawConsumer)"}, "spool": {"core.(*Consumer)", "benchrun.(*spoolConsumer)"}},
+	"produce": {"raw": {"benchrun.(*rawProducer)"}, "spool": {"core.(*Producer)"}},
 }
 
 // armOf names the arm of op that a stack belongs to, or "".
 func armOf(op string, stack []frame) string {
 	for _, f := range stack {
-		for arm, marker := range markers[op] {
-			if strings.Contains(f.fn, marker) {
-				return arm
+		for arm, names := range markers[op] {
+			for _, marker := range names {
+				if strings.Contains(f.fn, marker) {
+					return arm
+				}
 			}
 		}
 	}

@@ -85,3 +85,36 @@ func TestRunRawHeld(t *testing.T) {
 	_, err = NewTrial(t.TempDir(), Case{Op: OpProduce, Fsync: "none", BatchSize: 1, Layout: LayoutFlat, Backend: osfs.Name, RawHeld: true})
 	assert.ErrorContains(t, err, "only consume cases", "a produce case cannot hold payloads")
 }
+
+// TestStreamReadsEachIntoOneBuffer drains a backlog the way --read stream
+// does: the deliveries must come without their payload in memory, and
+// every payload must be read into the same buffer, batch after batch.
+func TestStreamReadsEachIntoOneBuffer(t *testing.T) {
+	dir := t.TempDir()
+	payload := makePayload(3000)
+	o := spoolOptions(dir, "none", LayoutFlat, true)
+	fsys, err := openFS(osfs.Name, dir)
+	require.NoError(t, err)
+	b, err := openBacklog(fsys.fs, o, payload)
+	require.NoError(t, err)
+	require.NoError(t, b.write(16))
+	require.NoError(t, b.close())
+
+	s, err := newSpoolConsumer(fsys, o, ReadStream)
+	require.NoError(t, err)
+	ds, err := s.c.Read(context.Background(), 8)
+	require.NoError(t, err)
+	require.Len(t, ds, 8)
+	for _, d := range ds {
+		assert.Nil(t, d.Payload, "%s: payload read into memory by Read", d.Name)
+		assert.EqualValues(t, len(payload), d.Size, "%s: size", d.Name)
+	}
+	require.NoError(t, s.readEach(ds))
+	require.Equal(t, payload, s.one, "the one buffer holds the last payload read")
+	one := &s.one[0]
+	require.NoError(t, s.c.Ack(ds...))
+	require.NoError(t, s.consume(8))
+	require.Equal(t, payload, s.one, "after the second batch")
+	assert.Same(t, one, &s.one[0], "the second batch was read into a new buffer")
+	require.NoError(t, s.close())
+}

@@ -25,7 +25,7 @@ type Config struct {
 	Sidecars   []bool   // with and without metadata sidecars
 	Layouts    []string // LayoutFlat, LayoutSharded
 	Backends   []string // osfs.Name, memfs.Name
-	Reads      []string // how consume cases read payloads: ReadLent, ReadBytes
+	Reads      []string // how consume cases read payloads: ReadLent, ReadBytes, ReadStream
 	// RawHeld gives every consume case a second raw arm that keeps each
 	// payload of a batch in memory until the batch is removed (Case.RawHeld).
 	RawHeld bool

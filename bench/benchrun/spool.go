@@ -33,6 +33,12 @@ const (
 	// ReadBytes takes each payload as the new []byte the consumer
 	// allocates for Delivery.Payload: what the plain API costs.
 	ReadBytes = "bytes"
+	// ReadStream has the consumer leave every payload on disk
+	// (Consumer.SetStreamAbove) and reads each one, after Read returns the
+	// batch, into one buffer the caller keeps (Delivery.ReadInto): the
+	// raw loop's pattern, for a consumer that handles a batch one payload
+	// at a time and need not hold it whole.
+	ReadStream = "stream"
 )
 
 // spoolFS is an open spool filesystem and how to let it go.
@@ -146,9 +152,11 @@ func (s *spoolProducer) close() error {
 
 // spoolConsumer is the spool arm of a consume case.
 type spoolConsumer struct {
-	fsys *spoolFS
-	c    *core.Consumer
-	pool *core.BufferPool // lends payload buffers (ReadLent); nil for ReadBytes
+	fsys   *spoolFS
+	c      *core.Consumer
+	pool   *core.BufferPool // lends payload buffers (ReadLent); nil otherwise
+	stream bool             // payloads stay on disk and are read into one (ReadStream)
+	one    []byte
 }
 
 func newSpoolConsumer(fsys *spoolFS, o core.Options, read string) (*spoolConsumer, error) {
@@ -160,6 +168,10 @@ func newSpoolConsumer(fsys *spoolFS, o core.Options, read string) (*spoolConsume
 	if read == ReadLent {
 		s.pool = lentBuffers
 		c.LendPayloadBuffers(s.pool.Get)
+	}
+	if read == ReadStream {
+		s.stream = true
+		c.SetStreamAbove(1) // every payload of the bench (1 byte or more)
 	}
 	return s, nil
 }
@@ -177,6 +189,9 @@ func (s *spoolConsumer) consume(n int) error {
 		if err != nil {
 			return err
 		}
+		if err := s.readEach(ds); err != nil {
+			return err
+		}
 		if err := s.c.Ack(ds...); err != nil {
 			return err
 		}
@@ -186,6 +201,22 @@ func (s *spoolConsumer) consume(n int) error {
 			}
 		}
 		n -= len(ds)
+	}
+	return nil
+}
+
+// readEach reads, for ReadStream, the payload of each delivery in turn
+// into the one buffer.
+func (s *spoolConsumer) readEach(ds []*core.Delivery) error {
+	if !s.stream {
+		return nil
+	}
+	for _, d := range ds {
+		b, err := d.ReadInto(s.one)
+		if err != nil {
+			return err
+		}
+		s.one = b
 	}
 	return nil
 }

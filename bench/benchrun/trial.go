@@ -29,8 +29,9 @@ type Case struct {
 	// what the accounting costs. Produce cases only.
 	Bounded bool
 	// Read is how a consume case reads payloads: ReadLent (into buffers the
-	// caller lends, Consumer.LendPayloadBuffers) or ReadBytes (a new
-	// Delivery.Payload per message). Empty for produce cases.
+	// caller lends, Consumer.LendPayloadBuffers), ReadBytes (a new
+	// Delivery.Payload per message) or ReadStream (left on disk, then each
+	// read into one buffer with Delivery.ReadInto). Empty for produce cases.
 	Read string
 	// RawHeld adds a raw arm (RawHeld, "raw/held") that keeps each payload
 	// of a batch in memory until the batch is removed, next to the plain
@@ -73,8 +74,8 @@ func (c Case) validate() error {
 		return fmt.Errorf("backend %q: must be %s or %s", c.Backend, osfs.Name, memfs.Name)
 	case c.Bounded && c.Op != OpProduce:
 		return fmt.Errorf("bounded: only produce cases have a bounded arm")
-	case c.Op == OpConsume && c.Read != ReadLent && c.Read != ReadBytes:
-		return fmt.Errorf("read %q: must be %s or %s", c.Read, ReadLent, ReadBytes)
+	case c.Op == OpConsume && c.Read != ReadLent && c.Read != ReadBytes && c.Read != ReadStream:
+		return fmt.Errorf("read %q: must be %s, %s or %s", c.Read, ReadLent, ReadBytes, ReadStream)
 	case c.Op == OpProduce && c.Read != "":
 		return fmt.Errorf("read %q: only consume cases read", c.Read)
 	case c.Op == OpProduce && c.RawHeld:
