@@ -190,14 +190,19 @@ const oReadOnly = unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLO
 // readWhole reads the file open on fd whole. One that ends inside r's probe
 // (probeRead) needs no fstat; any other is checked to be a regular file and
 // read up to the size fstat gives, into r.Buffer(size), or new memory when
-// that has no room.
+// that has no room. A file larger than r.LeaveAbove (when set) is not read
+// on, and r.Left says its size.
 func readWhole(fd int, r *core.WholeRead) ([]byte, error) {
+	r.Left = 0
 	head, short := probeRead(fd, r)
 	if short {
+		if leave(r, int64(len(head))) {
+			return nil, nil
+		}
 		return fromProbe(r, head), nil
 	}
 	size, err := regularSize(fd)
-	if err != nil {
+	if err != nil || leave(r, size) {
 		return nil, err
 	}
 	b := r.Buffer(int(size))
@@ -225,6 +230,16 @@ func readWhole(fd int, r *core.WholeRead) ([]byte, error) {
 		n += k
 	}
 	return b, nil
+}
+
+// leave reports whether a file of size bytes is left unread by r's
+// LeaveAbove, and notes its size in r.Left when it is.
+func leave(r *core.WholeRead, size int64) bool {
+	if r.LeaveAbove <= 0 || size <= r.LeaveAbove {
+		return false
+	}
+	r.Left = size
+	return true
 }
 
 // probeRead reads the start of the file open on fd into r's probe: Into

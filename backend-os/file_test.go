@@ -257,6 +257,40 @@ func TestReadWholeFilesProbe(t *testing.T) {
 	})
 }
 
+// TestReadWholeFilesLeaveAbove checks that a file larger than LeaveAbove
+// is left unread with its size in Left, whether the fstat (no probe, or a
+// probe it fills) or a short probe read found it large, that a file of
+// LeaveAbove bytes or fewer is read as usual, and that Lend is not asked
+// for a file left unread.
+func TestReadWholeFilesLeaveAbove(t *testing.T) {
+	forEachResolution(t, func(t *testing.T, fsys *osfs.FS, root string) {
+		writeFile(t, filepath.Join(root, "small"), "abc")
+		writeFile(t, filepath.Join(root, "big"), "0123456789")
+		var lent []int
+		lend := func(n int) []byte { lent = append(lent, n); return make([]byte, n) }
+		reads := []core.WholeRead{
+			{Name: "big", Lend: lend, LeaveAbove: 5},                           // sized by the fstat
+			{Name: "big", Probe: make([]byte, 8), Lend: lend, LeaveAbove: 5},   // fills the probe
+			{Name: "big", Probe: make([]byte, 64), Lend: lend, LeaveAbove: 5},  // ends inside the probe
+			{Name: "small", Probe: make([]byte, 8), Lend: lend, LeaveAbove: 5}, // small: read
+			{Name: "big", Lend: lend, LeaveAbove: 10, Left: 99},                // exactly LeaveAbove: read
+		}
+		require.Equal(t, len(reads), fsys.ReadWholeFiles(reads))
+		for i, r := range reads[:3] {
+			require.NoError(t, r.Err, "read %d", i)
+			require.Nil(t, r.Data, "read %d: a file above LeaveAbove has no Data", i)
+			require.EqualValues(t, 10, r.Left, "read %d: Left is the file's size", i)
+		}
+		require.Equal(t, "abc", string(reads[3].Data))
+		require.Equal(t, "0123456789", string(reads[4].Data))
+		for _, r := range reads[3:] {
+			require.NoError(t, r.Err, r.Name)
+			require.Zero(t, r.Left, "%s: read, so nothing left", r.Name)
+		}
+		require.Equal(t, []int{3, 10}, lent, "Lend asked only for the files read")
+	})
+}
+
 // TestReadWholeFileSizeAtOpen checks that a file read whole is read up to
 // the size it had when it was opened: bytes appended while it is read are
 // not, and a file cut short is returned as far as it goes.

@@ -24,6 +24,7 @@ func streamChecks() []check {
 		{"StreamedBodyFailsCleanly", checkStreamBodyFails},
 		{"StreamedPayloadChangedOnDisk", checkStreamChangedOnDisk},
 		{"StreamedPayloadCountsInBounds", checkStreamBounds},
+		{"StreamedMixedSizes", checkStreamMixedSizes},
 	}
 }
 
@@ -269,5 +270,70 @@ func checkStreamBounds(t TB, e *env) {
 	}
 	if got := chunkFiles(tree(t, fsys)); len(got) != 2 {
 		t.Errorf("spool holds %q, want the first chunk only", got)
+	}
+}
+
+// mixedSizes are the payload sizes of checkStreamMixedSizes: runs of small
+// and large in both orders, so that a consumer guessing the next size from
+// the last one guesses wrong at every change.
+var mixedSizes = []int{100, 9000, 100, 100, 9000, 9000, 100, 9000, 0, 4096, 4097}
+
+// checkStreamMixedSizes drains payloads above and below the threshold of a
+// consumer that leaves those above 4096 bytes on disk, in batches (read
+// ahead) and one by one with lent buffers: each large one must come with
+// Payload nil and its Size, each small one in memory, every one whole.
+func checkStreamMixedSizes(t TB, e *env) {
+	for _, pass := range []struct {
+		limit int
+		lend  bool
+	}{{len(mixedSizes), false}, {1, true}} {
+		fsys := e.newFS()
+		o := spoolOptions(t, "")
+		p, err := core.OpenProducer(fsys, o)
+		noErr(t, "OpenProducer", err)
+		msgs := make([]core.Message, len(mixedSizes))
+		for i, n := range mixedSizes {
+			msgs[i] = core.Message{ID: fmt.Sprint(i), Payload: bytes.Repeat([]byte{byte('a' + i)}, n)}
+		}
+		_, err = p.Write(e.ctx, msgs)
+		noErr(t, "Write", err)
+		noErr(t, "Producer.Close", p.Close())
+		o.ExitWhenEmpty = true
+		c, err := core.OpenConsumer(fsys, o)
+		noErr(t, "OpenConsumer", err)
+		c.SetStreamAbove(4096)
+		if pass.lend {
+			c.LendPayloadBuffers(func(n int) []byte { return make([]byte, n) })
+		}
+		for i := 0; i < len(msgs); {
+			ds := readBatch(t, e, c, pass.limit, 20*time.Second)
+			for _, d := range ds[:min(len(ds), len(msgs)-i)] {
+				checkMixedDelivery(t, d, msgs[i].Payload, pass.limit)
+				i++
+			}
+			noErr(t, "Ack", c.Ack(ds...)) // after the reads: a drained payload is gone
+		}
+		noErr(t, "Consumer.Close", c.Close())
+	}
+}
+
+// checkMixedDelivery checks one delivery of checkStreamMixedSizes.
+func checkMixedDelivery(t TB, d *core.Delivery, want []byte, limit int) {
+	t.Helper()
+	onDisk := len(want) > 4096
+	if (d.Payload == nil && len(want) > 0) != onDisk || d.Size != int64(len(want)) {
+		t.Errorf("limit %d, message %s of %d bytes: %d bytes in memory, Size %d; want it on disk: %v",
+			limit, d.MessageID, len(want), len(d.Payload), d.Size, onDisk)
+		return
+	}
+	if !onDisk {
+		if !bytes.Equal(d.Payload, want) {
+			t.Errorf("limit %d, message %s: payload in memory is not the one written", limit, d.MessageID)
+		}
+		return
+	}
+	got, err := d.ReadInto(nil)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("limit %d, message %s: ReadInto gave %d bytes, %v; not the payload written", limit, d.MessageID, len(got), err)
 	}
 }

@@ -155,11 +155,18 @@ func (x wholeOf) ReadWholeFile(name string, buf func(int) []byte) ([]byte, error
 }
 
 // ReadWholeFiles reads each file as ReadWholeFile does, each seen on its
-// own, and stops as the interface says.
+// own, and stops as the interface says. The inner FS reads each as one
+// WholeRead, so that its probe and LeaveAbove apply.
 func (x wholeOf) ReadWholeFiles(reads []core.WholeRead) int {
 	for i := range reads {
 		r := &reads[i]
-		r.Data, r.Err = x.ReadWholeFile(r.Name, r.Buffer)
+		if err := x.h.before(Op{Kind: OpOpen, Name: r.Name}); err != nil {
+			r.Data, r.Err = nil, err
+		} else if err := x.h.before(Op{Kind: OpRead, Name: r.Name}); err != nil {
+			r.Data, r.Err = nil, err
+		} else {
+			x.h.inner.(core.WholeFileReader).ReadWholeFiles(reads[i : i+1])
+		}
 		if r.Stops() {
 			return i + 1
 		}

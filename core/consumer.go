@@ -500,12 +500,11 @@ func (c *Consumer) readChunk(r chunkRead, scratch []byte) (chunkRead, error) {
 		}
 		return r, c.errorf("read %s: %w", name, err)
 	}
-	if !r.onDisk {
-		c.payHint = len(r.payload)
-	}
+	c.payHint = int(r.size)
 	if c.layout.Sidecars() {
 		if wr, ok := c.fsys.(WholeFileReader); ok {
-			r.side, r.sideErr = c.readOne(wr, c.sidecarRead(sidecar, scratch))
+			side := c.readOne(wr, c.sidecarRead(sidecar, scratch))
+			r.side, r.sideErr = side.Data, side.Err
 		} else {
 			c.sideScratch = scratch
 			r.side, r.sideErr = readWhole(c.fsys, sidecar, c.sideHint, c.sideInto, scratch)

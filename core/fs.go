@@ -187,8 +187,14 @@ type WholeRead struct {
 	// and checked the usual way. An FS may ignore Probe.
 	Probe    []byte
 	Optional bool // a missing file does not stop the reads
+	// LeaveAbove, when positive, leaves a file larger than it unread: Data
+	// is nil and Left holds its size. A file that ends inside the probe is
+	// read before its size is known, and left all the same when larger.
+	// An FS must honour it.
+	LeaveAbove int64
 
 	Data []byte // the bytes read, sharing Into's or Lend's memory when used
+	Left int64  // the size of a file left unread (LeaveAbove); 0 when read
 	Err  error
 }
 

@@ -192,7 +192,9 @@ const aheadMax = 256
 // costs less than taking turns where each system call leaves the CPU's
 // caches and TLB cold (see docs/guide/benchmarks.md). It stops at the first
 // name that is missing, taken, unreadable or badly decoded, and leaves that
-// one to next, which decides about it as it always does.
+// one to next, which decides about it as it always does. A consumer that
+// expects a payload to stay on disk (expectLarge) reads chunk by chunk,
+// measuring each payload with a Stat.
 func (c *Consumer) readAhead(out []*Delivery, limit int) []*Delivery {
 	n := min(limit-len(out), aheadMax)
 	if n <= 0 {
@@ -206,7 +208,7 @@ func (c *Consumer) readAhead(out []*Delivery, limit int) []*Delivery {
 		c.aheadSides = append(c.aheadSides, make([][]byte, n-len(c.aheadSides))...)
 	}
 	var reads []chunkRead
-	if wr, ok := c.fsys.(WholeFileReader); ok && c.streamAbove == 0 {
+	if wr, ok := c.fsys.(WholeFileReader); ok && !c.expectLarge() {
 		reads = c.readFilesAhead(wr, start, n)
 	} else {
 		reads = c.readChunksAhead(start, n)
@@ -279,9 +281,13 @@ func (c *Consumer) readFilesAhead(wr WholeFileReader, start uint64, n int) []chu
 			break
 		}
 		r := &reads[i]
-		r.payload = files[per*i].Data
-		r.size = int64(len(r.payload))
-		c.payHint = len(r.payload)
+		if f := &files[per*i]; f.Left > 0 {
+			r.size, r.onDisk = f.Left, true
+		} else {
+			r.payload = files[per*i].Data
+			r.size = int64(len(r.payload))
+		}
+		c.payHint = int(r.size)
 		if per == 2 {
 			r.side, r.sideErr = files[per*i+1].Data, files[per*i+1].Err
 			if r.sideErr == nil {

@@ -115,8 +115,11 @@ func (e *exactReader) WriteTo(w io.Writer) (int64, error) {
 
 // SetStreamAbove makes the consumer leave payloads larger than n bytes on
 // disk: their Delivery has Payload nil and Size set, and Open or ReadInto
-// reads them. 0, the default, reads every payload into Payload. It costs one
-// Stat per payload, so it is off unless asked for.
+// reads them. 0, the default, reads every payload into Payload. Through an
+// FS that reads whole files (WholeFileReader) a payload costs no more than
+// without it: the read finds a large one large and leaves it; a payload
+// that follows a large one costs a Stat instead of that read, and each
+// payload through any other FS costs a Stat.
 func (c *Consumer) SetStreamAbove(n int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -124,15 +127,23 @@ func (c *Consumer) SetStreamAbove(n int64) {
 }
 
 // loadPayload reads a payload, or only measures it when it is large and the
-// consumer streams large payloads (onDisk).
+// consumer streams large payloads (onDisk). Through a WholeFileReader a
+// payload is measured (one Stat) only when the last one was large; else
+// the whole read leaves a large one unread (WholeRead.LeaveAbove), so that
+// small payloads cost nothing more than without streaming.
 func (c *Consumer) loadPayload(name string) (payload []byte, size int64, onDisk bool, err error) {
-	if c.streamAbove > 0 {
+	wr, whole := c.fsys.(WholeFileReader)
+	if c.streamAbove > 0 && (!whole || c.expectLarge()) {
 		if size, onDisk, err = c.measure(name); err != nil || onDisk {
 			return nil, size, onDisk, err
 		}
 	}
-	if wr, ok := c.fsys.(WholeFileReader); ok {
-		payload, err = c.readOne(wr, c.payloadRead(name))
+	if whole {
+		r := c.readOne(wr, c.payloadRead(name))
+		if r.Err == nil && r.Left > 0 {
+			return nil, r.Left, true, nil
+		}
+		payload, err = r.Data, r.Err
 	} else if c.lend != nil {
 		payload, err = readLent(c.fsys, name, c.payHint, c.lend)
 	} else {

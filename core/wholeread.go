@@ -20,7 +20,7 @@ const minSideRoom = 512
 // when the consumer lends, through the probe when the last payload was
 // small (or none was read yet).
 func (c *Consumer) payloadRead(name string) WholeRead {
-	w := WholeRead{Name: name, Lend: c.lend}
+	w := WholeRead{Name: name, Lend: c.lend, LeaveAbove: c.streamAbove}
 	if c.payHint <= probeMax {
 		if c.probe == nil {
 			c.probe = make([]byte, 2*probeMax)
@@ -40,11 +40,18 @@ func (c *Consumer) sidecarRead(name string, buf []byte) WholeRead {
 }
 
 // readOne reads one file as ReadWholeFiles reads a batch, so that a file
-// read alone gets the same probe.
-func (c *Consumer) readOne(wr WholeFileReader, w WholeRead) ([]byte, error) {
+// read alone gets the same probe, and returns how it went.
+func (c *Consumer) readOne(wr WholeFileReader, w WholeRead) WholeRead {
 	c.one[0] = w
 	wr.ReadWholeFiles(c.one[:])
-	data, err := c.one[0].Data, c.one[0].Err
+	r := c.one[0]
 	c.one[0] = WholeRead{} // hold no payload past its delivery
-	return data, err
+	return r
+}
+
+// expectLarge reports whether a consumer that streams large payloads
+// (SetStreamAbove) left the last one on disk: then the next is likely
+// large too, and one Stat measures it for less than opening it would.
+func (c *Consumer) expectLarge() bool {
+	return c.streamAbove > 0 && int64(c.payHint) > c.streamAbove
 }
