@@ -100,7 +100,7 @@ func TestStreamReadsEachIntoOneBuffer(t *testing.T) {
 	require.NoError(t, b.write(16))
 	require.NoError(t, b.close())
 
-	s, err := newSpoolConsumer(fsys, o, ReadStream)
+	s, err := newSpoolConsumer(fsys, o, ReadStream, len(payload))
 	require.NoError(t, err)
 	ds, err := s.c.Read(context.Background(), 8)
 	require.NoError(t, err)

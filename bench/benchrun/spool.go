@@ -159,7 +159,10 @@ type spoolConsumer struct {
 	one    []byte
 }
 
-func newSpoolConsumer(fsys *spoolFS, o core.Options, read string) (*spoolConsumer, error) {
+// newSpoolConsumer opens the spool arm of a consume case whose payloads
+// are payloadBytes long. With ReadStream its one buffer has the raw loop's
+// room: the payload and 4 KiB more.
+func newSpoolConsumer(fsys *spoolFS, o core.Options, read string, payloadBytes int) (*spoolConsumer, error) {
 	c, err := core.OpenConsumer(fsys.fs, o)
 	if err != nil {
 		return nil, err
@@ -170,7 +173,7 @@ func newSpoolConsumer(fsys *spoolFS, o core.Options, read string) (*spoolConsume
 		c.LendPayloadBuffers(s.pool.Get)
 	}
 	if read == ReadStream {
-		s.stream = true
+		s.stream, s.one = true, make([]byte, 0, payloadBytes+4096)
 		c.SetStreamAbove(1) // every payload of the bench (1 byte or more)
 	}
 	return s, nil

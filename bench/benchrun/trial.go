@@ -227,7 +227,7 @@ func (t *Trial) spoolArm(dir string) (*arm, error) {
 			return nil, err
 		}
 		ready := func() error {
-			sc, err := newSpoolConsumer(fsys, o, c.Read)
+			sc, err := newSpoolConsumer(fsys, o, c.Read, c.PayloadBytes)
 			if err != nil {
 				return err
 			}
