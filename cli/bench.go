@@ -55,9 +55,10 @@ lent from a pool that is refilled at Ack (Consumer.LendPayloadBuffers), so
 buffers are reused from batch to batch as the raw loop reuses its one;
 --read bytes takes the new []byte Delivery.Payload the consumer allocates per
 message, which shows what that convenience costs. --read stream has the
-consumer leave every payload on disk (Consumer.SetStreamAbove) and reads each
-in turn into one buffer (Delivery.ReadInto), as the raw loop does: a batch then
-costs no memory per payload. --read lent,stream measures two of them.
+consumer leave payloads above 16 KiB on disk (Consumer.SetStreamAbove) and
+reads each in turn into one buffer (Delivery.ReadInto), as the raw loop does,
+so a batch of them holds no payload in memory; smaller ones are read into lent
+buffers as with lent. --read lent,stream measures both.
 
 The raw consume loop reads every payload into the same buffer and drops it.
 A consumer that hands a batch over in memory cannot: its payloads all live
@@ -99,7 +100,7 @@ func (fl *benchFlags) register(cmd *cobra.Command) {
 	f.StringSliceVar(&fl.ops, "op", []string{benchrun.OpProduce, benchrun.OpConsume}, "operations: produce, consume (drain with ack)")
 	f.StringSliceVar(&fl.sidecars, "sidecar", []string{"on"}, "metadata sidecars: on, off, or both as on,off")
 	f.StringSliceVar(&fl.layouts, "layout", []string{benchrun.LayoutFlat}, "layouts: flat, sharded (shard_depth=2, shard_width=3)")
-	f.StringSliceVar(&fl.reads, "read", []string{benchrun.ReadLent}, "how consume cells read payloads: lent (into pooled buffers, reused as the raw loop reuses its buffer), bytes (a new []byte each), stream (left on disk, each read into one buffer), or several as lent,stream")
+	f.StringSliceVar(&fl.reads, "read", []string{benchrun.ReadLent}, "how consume cells read payloads: lent (into pooled buffers, reused as the raw loop reuses its buffer), bytes (a new []byte each), stream (above 16 KiB left on disk, each read into one buffer), or several as lent,stream")
 	f.BoolVar(&fl.rawHeld, "raw-held", false, "give consume cells a second raw baseline that keeps each payload of a batch in its own buffer until the batch is removed, as the spool keeps lent buffers until Ack")
 	f.StringSliceVar(&fl.backends, "backend", []string{bridge.BackendOS}, "backends: os, memfs (in memory; the raw baseline stays on --dir)")
 	f.BoolVar(&fl.asJSON, "json", false, "print one JSON object with a results array instead of a table")

@@ -87,11 +87,12 @@ func TestRunRawHeld(t *testing.T) {
 }
 
 // TestStreamReadsEachIntoOneBuffer drains a backlog the way --read stream
-// does: the deliveries must come without their payload in memory, and
-// every payload must be read into the same buffer, batch after batch.
+// does: the deliveries of payloads above streamAbove must come without
+// their payload in memory, and every payload must be read into the same
+// buffer, batch after batch.
 func TestStreamReadsEachIntoOneBuffer(t *testing.T) {
 	dir := t.TempDir()
-	payload := makePayload(3000)
+	payload := makePayload(streamAbove + 3000)
 	o := spoolOptions(dir, "none", LayoutFlat, true)
 	fsys, err := openFS(osfs.Name, dir)
 	require.NoError(t, err)

@@ -33,13 +33,19 @@ const (
 	// ReadBytes takes each payload as the new []byte the consumer
 	// allocates for Delivery.Payload: what the plain API costs.
 	ReadBytes = "bytes"
-	// ReadStream has the consumer leave every payload on disk
-	// (Consumer.SetStreamAbove) and reads each one, after Read returns the
-	// batch, into one buffer the caller keeps (Delivery.ReadInto): the
+	// ReadStream has the consumer leave payloads above streamAbove on
+	// disk (Consumer.SetStreamAbove) and reads each one, after Read returns
+	// the batch, into one buffer the caller keeps (Delivery.ReadInto): the
 	// raw loop's pattern, for a consumer that handles a batch one payload
-	// at a time and need not hold it whole.
+	// at a time and need not hold it whole. Smaller payloads are read into
+	// lent buffers, as with ReadLent.
 	ReadStream = "stream"
 )
+
+// streamAbove is the payload size above which a ReadStream consumer leaves
+// payloads on disk: twice the consumer's probe, so that a small payload
+// found whole by the probe is never one to leave.
+const streamAbove = 16 << 10
 
 // spoolFS is an open spool filesystem and how to let it go.
 type spoolFS struct {
@@ -154,7 +160,7 @@ func (s *spoolProducer) close() error {
 type spoolConsumer struct {
 	fsys   *spoolFS
 	c      *core.Consumer
-	pool   *core.BufferPool // lends payload buffers (ReadLent); nil otherwise
+	pool   *core.BufferPool // lends payload buffers (ReadLent, ReadStream); nil for ReadBytes
 	stream bool             // payloads stay on disk and are read into one (ReadStream)
 	one    []byte
 }
@@ -168,13 +174,13 @@ func newSpoolConsumer(fsys *spoolFS, o core.Options, read string, payloadBytes i
 		return nil, err
 	}
 	s := &spoolConsumer{fsys: fsys, c: c}
-	if read == ReadLent {
+	if read == ReadLent || read == ReadStream {
 		s.pool = lentBuffers
 		c.LendPayloadBuffers(s.pool.Get)
 	}
 	if read == ReadStream {
 		s.stream, s.one = true, make([]byte, 0, payloadBytes+4096)
-		c.SetStreamAbove(1) // every payload of the bench (1 byte or more)
+		c.SetStreamAbove(streamAbove)
 	}
 	return s, nil
 }
@@ -208,13 +214,16 @@ func (s *spoolConsumer) consume(n int) error {
 	return nil
 }
 
-// readEach reads, for ReadStream, the payload of each delivery in turn
-// into the one buffer.
+// readEach reads, for ReadStream, the payload of each delivery left on
+// disk in turn into the one buffer.
 func (s *spoolConsumer) readEach(ds []*core.Delivery) error {
 	if !s.stream {
 		return nil
 	}
 	for _, d := range ds {
+		if d.Payload != nil {
+			continue
+		}
 		b, err := d.ReadInto(s.one)
 		if err != nil {
 			return err

@@ -30,8 +30,9 @@ type Case struct {
 	Bounded bool
 	// Read is how a consume case reads payloads: ReadLent (into buffers the
 	// caller lends, Consumer.LendPayloadBuffers), ReadBytes (a new
-	// Delivery.Payload per message) or ReadStream (left on disk, then each
-	// read into one buffer with Delivery.ReadInto). Empty for produce cases.
+	// Delivery.Payload per message) or ReadStream (above 16 KiB left on
+	// disk, then each read into one buffer with Delivery.ReadInto). Empty
+	// for produce cases.
 	Read string
 	// RawHeld adds a raw arm (RawHeld, "raw/held") that keeps each payload
 	// of a batch in memory until the batch is removed, next to the plain
