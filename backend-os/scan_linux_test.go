@@ -5,6 +5,7 @@ package osfs_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -132,4 +133,34 @@ func TestStreamedScanCountsAsReadDir(t *testing.T) {
 	require.NotNil(t, sv.Mismatch, "000000200.dat beside its sidecar is a chunk of another extension")
 	assert.Equal(t, []string{"000000300.bin"}, sv.Links)
 	assert.Equal(t, []string{"notes.bin"}, sv.ForeignNames)
+
+	// Count: the same counts without the bytes, and not one Stat where
+	// the listing is streamed with types.
+	noBytes := *streamed
+	noBytes.Bytes, noBytes.MetaBytes = 0, 0
+	names := &namesOnlyFS{FS: fsys, scan: fsys}
+	counted, err := core.Count(context.Background(), names, o)
+	require.NoError(t, err)
+	assert.Equal(t, &noBytes, counted)
+	assert.Zero(t, names.stats, "Count stat-ed files though the FS streams names and types")
+	counted, err = core.Count(context.Background(), plainFS{fsys}, o)
+	require.NoError(t, err)
+	assert.Equal(t, &noBytes, counted, "Count through ReadDir")
+}
+
+// namesOnlyFS streams listings with names and types only (core.DirScanner),
+// and counts the Stat calls made through it.
+type namesOnlyFS struct {
+	core.FS
+	scan  core.DirScanner
+	stats int
+}
+
+func (f *namesOnlyFS) ScanDir(name string, fn func(string, fs.FileMode)) error {
+	return f.scan.ScanDir(name, fn)
+}
+
+func (f *namesOnlyFS) Stat(name string) (fs.FileInfo, error) {
+	f.stats++
+	return f.FS.Stat(name)
 }

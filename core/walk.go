@@ -74,6 +74,18 @@ type Stats struct {
 // holds counts, not the listing: a spool of millions of chunks costs it
 // little memory. It stops with ctx's error once ctx is done.
 func Scan(ctx context.Context, fsys FS, o Options) (*Stats, error) {
+	return scan(ctx, fsys, o, true)
+}
+
+// Count is Scan without the byte counts: Bytes and MetaBytes stay 0, and
+// where the FS streams listings with types (DirScanner) no file is
+// stat-ed, so counting a backlog costs its listings alone.
+func Count(ctx context.Context, fsys FS, o Options) (*Stats, error) {
+	return scan(ctx, fsys, o, false)
+}
+
+// scan is Scan, with the byte counts when sizes is set.
+func scan(ctx context.Context, fsys FS, o Options, sizes bool) (*Stats, error) {
 	l, err := o.Layout()
 	if err != nil {
 		return nil, err
@@ -84,7 +96,7 @@ func Scan(ctx context.Context, fsys FS, o Options) (*Stats, error) {
 			st.ShardDirs++
 		}
 		var payloads, sidecars seqSet
-		err := listInfo(ctx, fsys, dir, func(name string, typ fs.FileMode, size func() int64) {
+		err := listInfo(ctx, fsys, dir, sizes, func(name string, typ fs.FileMode, size func() int64) {
 			st.entry(l, dir, name, typ, size, &payloads, &sidecars)
 		})
 		st.Orphans += sidecars.without(payloads)
@@ -159,34 +171,68 @@ func walkLeafDirs(ctx context.Context, fsys FS, l *Layout, fn func(dir string) e
 }
 
 // listInfo calls fn for every entry of dir with its type and a function
-// that returns its size (0 when it cannot be had): streamed where the FS
-// can. Once ctx is done it calls fn no more and returns ctx's error.
-func listInfo(ctx context.Context, fsys FS, dir string, fn func(name string, typ fs.FileMode, size func() int64)) error {
-	if sc, ok := fsys.(DirInfoScanner); ok {
-		i, stopped := 0, false
-		err := sc.ScanDirInfo(dir, func(fi fs.FileInfo) {
-			if i++; stopped || cancelled(ctx, i) != nil {
-				stopped = true
-				return
+// that returns its size (0 when it cannot be had, and always without
+// sizes): streamed where the FS can. Once ctx is done it calls fn no more
+// and returns ctx's error.
+func listInfo(ctx context.Context, fsys FS, dir string, sizes bool, fn func(name string, typ fs.FileMode, size func() int64)) error {
+	if sc, ok := fsys.(DirScanner); ok && !sizes {
+		g := &ctxGate{ctx: ctx}
+		return g.done(sc.ScanDir(dir, func(name string, typ fs.FileMode) {
+			if g.pass() {
+				fn(name, typ, noSize)
 			}
-			fn(fi.Name(), fi.Mode().Type(), fi.Size)
-		})
-		if err == nil {
-			err = ctx.Err()
-		}
-		return err
+		}))
+	}
+	if sc, ok := fsys.(DirInfoScanner); ok {
+		g := &ctxGate{ctx: ctx}
+		return g.done(sc.ScanDirInfo(dir, func(fi fs.FileInfo) {
+			if g.pass() {
+				fn(fi.Name(), fi.Mode().Type(), fi.Size)
+			}
+		}))
 	}
 	entries, err := fsys.ReadDir(dir)
 	for i, e := range entries {
 		if err := cancelled(ctx, i); err != nil {
 			return err
 		}
-		fn(e.Name(), e.Type(), func() int64 {
-			if fi, err := e.Info(); err == nil {
-				return fi.Size()
+		size := noSize
+		if sizes {
+			size = func() int64 {
+				if fi, err := e.Info(); err == nil {
+					return fi.Size()
+				}
+				return 0
 			}
-			return 0
-		})
+		}
+		fn(e.Name(), e.Type(), size)
+	}
+	return err
+}
+
+func noSize() int64 { return 0 }
+
+// ctxGate stops a streamed listing's callbacks once ctx is done, checking
+// it every checkEvery entries.
+type ctxGate struct {
+	ctx     context.Context
+	i       int
+	stopped bool
+}
+
+// pass reports whether the next entry is to be handled.
+func (g *ctxGate) pass() bool {
+	if g.i++; g.stopped || cancelled(g.ctx, g.i) != nil {
+		g.stopped = true
+		return false
+	}
+	return true
+}
+
+// done returns the listing's error, else ctx's.
+func (g *ctxGate) done(err error) error {
+	if err == nil {
+		err = g.ctx.Err()
 	}
 	return err
 }

@@ -180,7 +180,7 @@ func (s *Source) Connect(ctx context.Context) error {
 	s.c.SetLogger(s.env.Logger)
 	s.c.SetStreamAbove(bridge.StreamAbove)
 	if s.opts.ExitWhenEmpty {
-		st, err := core.Scan(ctx, s.fsys, s.opts.Options)
+		st, err := core.Count(ctx, s.fsys, s.opts.Options)
 		if ctx.Err() != nil {
 			return errors.Join(ctx.Err(), s.Close(ctx))
 		}
@@ -271,7 +271,7 @@ func backlog(fsys core.FS, o core.Options) (int64, error) {
 	if fsys == nil {
 		return 0, errors.New("spool is not open")
 	}
-	st, err := core.Scan(context.Background(), fsys, o)
+	st, err := core.Count(context.Background(), fsys, o)
 	if err != nil {
 		return 0, err
 	}
