@@ -98,6 +98,17 @@ func testMessages(prefix string, from, n int) []core.Message {
 }
 
 // writeFile creates name with data through fsys.
+// writeAll writes msgs to the spool on fsys in one Write and closes the
+// producer.
+func writeAll(t TB, e *env, fsys core.FS, o core.Options, msgs []core.Message) {
+	t.Helper()
+	p, err := core.OpenProducer(fsys, o)
+	noErr(t, "OpenProducer", err)
+	_, err = p.Write(e.ctx, msgs)
+	noErr(t, "Write", err)
+	noErr(t, "Producer.Close", p.Close())
+}
+
 func writeFile(t TB, fsys core.FS, name string, data []byte) {
 	t.Helper()
 	f, err := fsys.CreateExcl(name)

@@ -289,15 +289,11 @@ func checkStreamMixedSizes(t TB, e *env) {
 	}{{len(mixedSizes), false}, {1, true}} {
 		fsys := e.newFS()
 		o := spoolOptions(t, "")
-		p, err := core.OpenProducer(fsys, o)
-		noErr(t, "OpenProducer", err)
 		msgs := make([]core.Message, len(mixedSizes))
 		for i, n := range mixedSizes {
 			msgs[i] = core.Message{ID: fmt.Sprint(i), Payload: bytes.Repeat([]byte{byte('a' + i)}, n)}
 		}
-		_, err = p.Write(e.ctx, msgs)
-		noErr(t, "Write", err)
-		noErr(t, "Producer.Close", p.Close())
+		writeAll(t, e, fsys, o, msgs)
 		o.ExitWhenEmpty = true
 		c, err := core.OpenConsumer(fsys, o)
 		noErr(t, "OpenConsumer", err)
