@@ -39,7 +39,10 @@ func bigSpool(t *testing.T, n int) string {
 // backlog and checks its layout, the target recovers it, a dead-letter
 // spool lists the ids it holds), or while spool stat counts it, stops the
 // walk at once: the command exits as any interrupted route does, and every
-// chunk is still there.
+// chunk is still there or was delivered. The source counts 200,000 chunks
+// in well under the 300 ms before the signal on a fast machine (it lists
+// names only), so it may be draining by then: what it wrote to stdout
+// counts as delivered.
 func TestInterruptWhileConnectingToALargeSpool(t *testing.T) {
 	if testing.Short() {
 		t.Skip("makes a spool of 200000 chunks")
@@ -47,6 +50,7 @@ func TestInterruptWhileConnectingToALargeSpool(t *testing.T) {
 	const chunks = 200_000
 	dir := bigSpool(t, chunks)
 	spool := "dir-spool://" + dir
+	left := chunks // in the spool before each subtest: the source drains some
 	for name, args := range map[string][]string{
 		"source":      {"copy", "--from", spool, "--to", "stdout://", "--drain"},
 		"target":      {"copy", "--from", "stdin://", "--to", spool},
@@ -58,8 +62,8 @@ func TestInterruptWhileConnectingToALargeSpool(t *testing.T) {
 			stdin, err := cmd.StdinPipe() // open and silent: the route waits for input
 			require.NoError(t, err)
 			defer stdin.Close()
-			stderr := &lockedBuffer{}
-			cmd.Stderr = stderr
+			stdout, stderr := &lockedBuffer{}, &lockedBuffer{}
+			cmd.Stdout, cmd.Stderr = stdout, stderr
 			require.NoError(t, cmd.Start())
 			done := make(chan struct{})
 			go func() { _ = cmd.Wait(); close(done) }()
@@ -81,7 +85,12 @@ func TestInterruptWhileConnectingToALargeSpool(t *testing.T) {
 			}
 			assert.Equal(t, 130, cmd.ProcessState.ExitCode(), "stderr: %s", stderr)
 			assert.Regexp(t, `mqb: (route )?interrupted: received interrupt\n$`, stderr.String())
-			assert.Equal(t, chunks, countPayloads(t, dir), "an interrupted connect loses nothing")
+			remaining, delivered := countPayloads(t, dir), strings.Count(stdout.String(), "\n")
+			t.Logf("%d chunks left, %d delivered", remaining, delivered)
+			assert.LessOrEqual(t, remaining, left)
+			assert.GreaterOrEqual(t, remaining+delivered, left,
+				"an interrupted connect loses nothing: %d chunks left, %d delivered, of %d", remaining, delivered, left)
+			left = remaining
 		})
 	}
 }
