@@ -280,12 +280,11 @@ func (c *Consumer) readFilesAhead(wr WholeFileReader, start uint64, n int) []chu
 			reads = reads[:i] // the payload is missing or unreadable: next decides
 			break
 		}
-		r := &reads[i]
-		if f := &files[per*i]; f.Left > 0 {
+		r, f := &reads[i], &files[per*i]
+		if f.Left > 0 {
 			r.size, r.onDisk = f.Left, true
 		} else {
-			r.payload = files[per*i].Data
-			r.size = int64(len(r.payload))
+			r.payload, r.size = f.Data, int64(len(f.Data))
 		}
 		c.payHint = int(r.size)
 		if per == 2 {
