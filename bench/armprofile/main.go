@@ -13,8 +13,8 @@
 // producer or consumer of package benchrun, to the spool arm when it passes
 // through core's Producer or Consumer (or, consuming, the bench's
 // spoolConsumer, which reads payloads after Read with --read stream), and
-// to neither otherwise (the bench's
-// own set-up, the garbage collector's workers, other threads). With -op
+// to neither otherwise (the bench's own set-up, the garbage collector's
+// workers, other threads). With -op
 // consume (the default) only the consumers count: a consume case's fill,
 // which is not timed, runs the producers.
 package main

@@ -94,7 +94,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		return err
 	}
 	if vary["read"] {
-		fmt.Fprintln(w, "read: lent = payloads read into buffers lent from a pool refilled at Ack (Consumer.LendPayloadBuffers),\n  reused from batch to batch as the raw loop reuses its buffer; bytes = a new Delivery.Payload per message;\n  stream = payloads above 16 KiB left on disk (Consumer.SetStreamAbove), each read into one buffer (Delivery.ReadInto).")
+		fmt.Fprintf(w, "read: lent = payloads read into buffers lent from a pool refilled at Ack (Consumer.LendPayloadBuffers),\n  reused from batch to batch as the raw loop reuses its buffer; bytes = a new Delivery.Payload per message;\n  stream = payloads above %d KiB left on disk (Consumer.SetStreamAbove), each read into one buffer (Delivery.ReadInto).\n", streamAbove>>10)
 	}
 	if r.Compare == nil {
 		return nil
