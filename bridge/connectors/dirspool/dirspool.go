@@ -130,8 +130,12 @@ type Source struct {
 
 	mu    sync.Mutex
 	msgs  map[*core.Delivery]*bridge.Message // unsettled, so a redelivery is the same message
-	total int64                              // backlog when connected (drain only)
+	total int64                              // chunks to drain, once counted (see countBacklog); -1: not draining
+	ended bool                               // the drain found the spool empty: the total is what was acked
 	acked int64
+
+	stopCount context.CancelFunc // ends the background count (drain only)
+	counted   chan struct{}      // closed when the background count has returned
 }
 
 var (
@@ -180,17 +184,32 @@ func (s *Source) Connect(ctx context.Context) error {
 	s.c.SetLogger(s.env.Logger)
 	s.c.SetStreamAbove(bridge.StreamAbove)
 	if s.opts.ExitWhenEmpty {
-		st, err := core.Count(ctx, s.fsys, s.opts.Options)
-		if ctx.Err() != nil {
-			return errors.Join(ctx.Err(), s.Close(ctx))
-		}
-		if err == nil {
-			s.total = int64(st.Chunks)
-		}
+		s.countBacklog()
 	} else {
 		s.total = -1
 	}
 	return nil
+}
+
+// countBacklog counts the chunks to drain, for Progress, while the drain
+// runs: on a large spool the listing takes a while, and the first delivery
+// need not wait for it. The chunks acked meanwhile may or may not be in the
+// listing, so the total adds every ack up to its end: it may overstate by
+// those (until the drain ends, see Progress), but every chunk still there
+// at the end of the listing was in it, so it never understates.
+func (s *Source) countBacklog() {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopCount, s.counted = cancel, make(chan struct{})
+	go func() {
+		defer close(s.counted)
+		st, err := core.Count(ctx, s.fsys, s.opts.Options)
+		if err != nil {
+			return // the total stays unknown; the drain does not need it
+		}
+		s.mu.Lock()
+		s.total = int64(st.Chunks) + s.acked
+		s.mu.Unlock()
+	}()
 }
 
 // ReadBatch returns the next chunks in order, nacked ones first.
@@ -198,6 +217,9 @@ func (s *Source) ReadBatch(ctx context.Context, limit int) ([]*bridge.Message, b
 	ds, err := s.c.Read(ctx, limit)
 	if err != nil {
 		if errors.Is(err, core.ErrEnd) {
+			s.mu.Lock()
+			s.ended = true
+			s.mu.Unlock()
 			return nil, nil, bridge.ErrEndOfInput
 		}
 		return nil, nil, err
@@ -231,11 +253,15 @@ func (s *Source) ReadBatch(ctx context.Context, limit int) ([]*bridge.Message, b
 	}, nil
 }
 
-// Progress reports acknowledged chunks against the backlog found at
-// Connect (known only when draining).
+// Progress reports acknowledged chunks against the chunks to drain: 0
+// (unknown) until they are counted, -1 when not draining, and the acked
+// ones once the spool is drained.
 func (s *Source) Progress() (done, total int64, unit string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.ended {
+		return s.acked, s.acked, "messages"
+	}
 	return s.acked, s.total, "messages"
 }
 
@@ -255,6 +281,10 @@ func (s *Source) SpoolStats() (*core.Stats, error) { return scan(s.fsys, s.opts.
 func (s *Source) Close(ctx context.Context) error {
 	if s.c == nil {
 		return nil
+	}
+	if s.stopCount != nil {
+		s.stopCount()
+		<-s.counted
 	}
 	err := s.c.Close()
 	return errors.Join(err, s.release())

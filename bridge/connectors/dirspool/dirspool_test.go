@@ -2,12 +2,14 @@ package dirspool_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	osfs "github.com/mqb-project/mqb/backend-os"
 	"github.com/mqb-project/mqb/bridge"
 	"github.com/mqb-project/mqb/bridge/connectors/dirspool"
 	"github.com/mqb-project/mqb/core"
@@ -110,4 +112,65 @@ func TestDrainOnMissingDirectoryFails(t *testing.T) {
 	err = src.Connect(context.Background())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "directory does not exist")
+}
+
+// A drain reports its total once the backlog is counted, in the
+// background: the total never falls below what was there (chunks acked
+// while the count lists may be in it or not), and once the spool is empty
+// it is exactly what was acked.
+func TestDrainProgressCountsInTheBackground(t *testing.T) {
+	const chunks = 5000
+	e := env()
+	ctx := context.Background()
+	dir := t.TempDir()
+	o := core.DefaultOptions(dir)
+	o.Fsync = core.FsyncNone
+	fsys, err := osfs.New(dir, osfs.Options{})
+	require.NoError(t, err)
+	p, err := core.OpenProducer(fsys, o)
+	require.NoError(t, err)
+	msgs := make([]core.Message, chunks)
+	for i := range msgs {
+		msgs[i] = core.Message{Payload: []byte("x")}
+	}
+	_, err = p.Write(ctx, msgs)
+	require.NoError(t, err)
+	require.NoError(t, errors.Join(p.Close(), fsys.Close()))
+
+	src, _, err := e.NewSource(bridge.Endpoint{URL: "dir-spool://" + dir})
+	require.NoError(t, err)
+	src.(bridge.Drainer).SetDrain(true)
+	require.NoError(t, src.Connect(ctx))
+	defer src.Close(ctx)
+	pr := src.(bridge.Progresser)
+	sawTotal := false
+	for {
+		done, total, unit := pr.Progress()
+		assert.Equal(t, "messages", unit)
+		if total != 0 {
+			sawTotal = true
+			require.GreaterOrEqual(t, total, int64(chunks), "a counted total never understates (%d acked)", done)
+		}
+		ms, ack, err := src.ReadBatch(ctx, 7)
+		if errors.Is(err, bridge.ErrEndOfInput) {
+			break
+		}
+		require.NoError(t, err)
+		require.NoError(t, ack(ctx, nil))
+		assert.NotEmpty(t, ms)
+	}
+	assert.True(t, sawTotal, "the count never finished while %d chunks drained", chunks)
+	done, total, _ := pr.Progress()
+	assert.Equal(t, [2]int64{chunks, chunks}, [2]int64{done, total}, "a drained spool's total is what was acked")
+}
+
+// A source that does not drain has no total.
+func TestProgressWithoutDrainHasNoTotal(t *testing.T) {
+	e := env()
+	src, _, err := e.NewSource(bridge.Endpoint{URL: "dir-spool://" + t.TempDir()})
+	require.NoError(t, err)
+	require.NoError(t, src.Connect(context.Background()))
+	defer src.Close(context.Background())
+	_, total, _ := src.(bridge.Progresser).Progress()
+	assert.Equal(t, int64(-1), total)
 }
