@@ -14,7 +14,7 @@ import (
 // progress draws one status line of a running route on a terminal
 // (standard error): messages written and their rate, and a bar with a
 // percentage and an ETA when the source knows its total (a file's size, a
-// drained spool's backlog). Log lines print above it. When the route ends
+// drained spool's backlog once it is counted). Log lines print above it. When the route ends
 // the line is replaced by a final one that says how far it got.
 type progress struct {
 	label   string
