@@ -7,6 +7,7 @@ require (
 	github.com/itchyny/gojq v0.12.20
 	github.com/mqb-project/mqb/core v0.0.0
 	github.com/nats-io/nats.go v1.55.0
+	golang.org/x/net v0.58.0
 )
 
 require (
@@ -17,7 +18,6 @@ require (
 	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/spf13/afero v1.15.0 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
-	golang.org/x/net v0.58.0 // indirect
 	golang.org/x/sync v0.23.0 // indirect
 )
 
@@ -29,7 +29,7 @@ require (
 	github.com/mqb-project/mqb/backend-os v0.0.0
 	github.com/stretchr/testify v1.12.1
 	go.yaml.in/yaml/v3 v3.0.6
-	golang.org/x/sys v0.50.0 // indirect
+	golang.org/x/sys v0.50.0
 	golang.org/x/text v0.42.0 // indirect
 )
 

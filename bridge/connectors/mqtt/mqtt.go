@@ -309,7 +309,8 @@ func (c *conn) options(clientID string, clean bool) *paho.ClientOptions {
 		SetConnectRetry(true).
 		SetConnectRetryInterval(time.Second).
 		SetMaxReconnectInterval(c.cfg.maxReconnect).
-		SetOrderMatters(true)
+		SetOrderMatters(true).
+		SetCustomOpenConnectionFn(dial)
 	if c.cfg.username != "" {
 		o.SetUsername(c.cfg.username)
 	}
