@@ -71,22 +71,29 @@ func roundTrip(t *testing.T, c net.Conn) {
 	assert.Equal(t, "ping", string(buf))
 }
 
-func TestDialTCPAndTLS(t *testing.T) {
+// dialEcho dials, as for a tcp:// broker, a server that echoes what it
+// reads; the connection is closed when the test ends.
+func dialEcho(t *testing.T) net.Conn {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	defer l.Close()
+	t.Cleanup(func() { l.Close() })
 	echoOnce(t, l)
 	c, err := dial(&url.URL{Scheme: "tcp", Host: l.Addr().String()}, dialOptions(5*time.Second, nil))
 	require.NoError(t, err)
-	roundTrip(t, c)
-	c.Close()
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestDialTCPAndTLS(t *testing.T) {
+	roundTrip(t, dialEcho(t))
 
 	cert, pool := selfSigned(t)
 	tl, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 	require.NoError(t, err)
 	defer tl.Close()
 	echoOnce(t, tl)
-	c, err = dial(&url.URL{Scheme: "ssl", Host: tl.Addr().String()}, dialOptions(5*time.Second, &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}))
+	c, err := dial(&url.URL{Scheme: "ssl", Host: tl.Addr().String()}, dialOptions(5*time.Second, &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}))
 	require.NoError(t, err, "the broker's name comes from the URL when the TLS settings have none")
 	roundTrip(t, c)
 	c.Close()

@@ -2,9 +2,7 @@ package mqtt
 
 import (
 	"net"
-	"net/url"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -26,13 +24,7 @@ func quickAckOn(t *testing.T, c net.Conn) int {
 // however the kernel left it: a broker that waits for an acknowledgement
 // before it sends the next PUBACK gets it at once.
 func TestReadRestoresQuickAck(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	echoOnce(t, l)
-	c, err := dial(&url.URL{Scheme: "tcp", Host: l.Addr().String()}, dialOptions(5*time.Second, nil))
-	require.NoError(t, err)
-	defer c.Close()
+	c := dialEcho(t)
 	require.IsType(t, &quickAckConn{}, c)
 	for range 3 {
 		// Delayed acknowledgements, as the kernel chooses for a
