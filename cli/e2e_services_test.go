@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -152,6 +153,28 @@ func svcStart(t *testing.T, args ...string) *svcProc {
 func (p *svcProc) kill9(t *testing.T) {
 	t.Helper()
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
+	p.awaitKilled(t)
+}
+
+// killIfRunning is kill9 of a process that may have ended on its own (a
+// drain that finished): it says whether it killed it, and leaves a process
+// that ended alone for its exit status to be read.
+func (p *svcProc) killIfRunning(t *testing.T) bool {
+	t.Helper()
+	if len(p.done) > 0 {
+		return false
+	}
+	err := p.cmd.Process.Signal(syscall.SIGKILL)
+	if errors.Is(err, os.ErrProcessDone) {
+		return false
+	}
+	require.NoError(t, err)
+	p.awaitKilled(t)
+	return true
+}
+
+func (p *svcProc) awaitKilled(t *testing.T) {
+	t.Helper()
 	select {
 	case <-p.done:
 	case <-time.After(10 * time.Second):
