@@ -133,6 +133,9 @@ type Source struct {
 	total int64                              // chunks to drain, once counted (see countBacklog); -1: not draining
 	ended bool                               // the drain found the spool empty: the total is what was acked
 	acked int64
+	// acking counts the chunks whose ack has begun, acked or not yet: a
+	// chunk is deleted only after it is counted here.
+	acking int64
 
 	stopCount context.CancelFunc // ends the background count (drain only)
 	counted   chan struct{}      // closed when the background count has returned
@@ -194,9 +197,10 @@ func (s *Source) Connect(ctx context.Context) error {
 // countBacklog counts the chunks to drain, for Progress, while the drain
 // runs: on a large spool the listing takes a while, and the first delivery
 // need not wait for it. The chunks acked meanwhile may or may not be in the
-// listing, so the total adds every ack up to its end: it may overstate by
-// those (until the drain ends, see Progress), but every chunk still there
-// at the end of the listing was in it, so it never understates.
+// listing, so the total adds every ack begun by its end: it may overstate
+// by those (until the drain ends, see Progress), but every chunk still
+// there at the end of the listing was in it, and every one deleted before
+// was counted as its ack began, so it never understates.
 func (s *Source) countBacklog() {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopCount, s.counted = cancel, make(chan struct{})
@@ -207,7 +211,7 @@ func (s *Source) countBacklog() {
 			return // the total stays unknown; the drain does not need it
 		}
 		s.mu.Lock()
-		s.total = int64(st.Chunks) + s.acked
+		s.total = int64(st.Chunks) + s.acking
 		s.mu.Unlock()
 	}()
 }
@@ -242,6 +246,9 @@ func (s *Source) ReadBatch(ctx context.Context, limit int) ([]*bridge.Message, b
 		if err != nil {
 			return s.c.Nack(ds...)
 		}
+		s.mu.Lock()
+		s.acking += int64(len(ds))
+		s.mu.Unlock()
 		aerr := s.c.Ack(ds...)
 		s.mu.Lock()
 		for _, d := range ds {
