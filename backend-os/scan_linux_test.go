@@ -146,6 +146,17 @@ func TestStreamedScanCountsAsReadDir(t *testing.T) {
 	counted, err = core.Count(context.Background(), plainFS{fsys}, o)
 	require.NoError(t, err)
 	assert.Equal(t, &noBytes, counted, "Count through ReadDir")
+
+	// CountEach: the same counts, and each payload's number once.
+	seen := map[uint64]int{}
+	counted, err = core.CountEach(context.Background(), fsys, o, func(seq uint64) { seen[seq]++ })
+	require.NoError(t, err)
+	assert.Equal(t, &noBytes, counted)
+	want := map[uint64]int{}
+	for seq := range uint64(50) {
+		want[seq] = 1
+	}
+	assert.Equal(t, want, seen, "the 50 payloads, and not the orphan sidecars nor the link")
 }
 
 // namesOnlyFS streams listings with names and types only (core.DirScanner),

@@ -74,18 +74,25 @@ type Stats struct {
 // holds counts, not the listing: a spool of millions of chunks costs it
 // little memory. It stops with ctx's error once ctx is done.
 func Scan(ctx context.Context, fsys FS, o Options) (*Stats, error) {
-	return scan(ctx, fsys, o, true)
+	return scan(ctx, fsys, o, true, nil)
 }
 
 // Count is Scan without the byte counts: Bytes and MetaBytes stay 0, and
 // where the FS streams listings with types (DirScanner) no file is
 // stat-ed, so counting a backlog costs its listings alone.
 func Count(ctx context.Context, fsys FS, o Options) (*Stats, error) {
-	return scan(ctx, fsys, o, false)
+	return scan(ctx, fsys, o, false, nil)
 }
 
-// scan is Scan, with the byte counts when sizes is set.
-func scan(ctx context.Context, fsys FS, o Options, sizes bool) (*Stats, error) {
+// CountEach is Count, also calling visit with the sequence number of each
+// payload it finds, a leaf directory at a time, in no particular order.
+func CountEach(ctx context.Context, fsys FS, o Options, visit func(seq uint64)) (*Stats, error) {
+	return scan(ctx, fsys, o, false, visit)
+}
+
+// scan is Scan, with the byte counts when sizes is set, calling visit (when
+// not nil) with each payload's sequence number.
+func scan(ctx context.Context, fsys FS, o Options, sizes bool, visit func(seq uint64)) (*Stats, error) {
 	l, err := o.Layout()
 	if err != nil {
 		return nil, err
@@ -100,6 +107,9 @@ func scan(ctx context.Context, fsys FS, o Options, sizes bool) (*Stats, error) {
 			st.entry(l, dir, name, typ, size, &payloads, &sidecars)
 		})
 		st.Orphans += sidecars.without(payloads)
+		if visit != nil {
+			payloads.each(visit)
+		}
 		return err
 	})
 	return st, err
@@ -246,6 +256,15 @@ func (s *seqSet) add(seq uint64) {
 		*s = seqSet{}
 	}
 	(*s)[seq>>6] |= 1 << (seq & 63)
+}
+
+// each calls fn with every number of s.
+func (s seqSet) each(fn func(uint64)) {
+	for k, w := range s {
+		for ; w != 0; w &= w - 1 {
+			fn(k<<6 | uint64(bits.TrailingZeros64(w)))
+		}
+	}
 }
 
 // without counts the numbers of s that are not in other.

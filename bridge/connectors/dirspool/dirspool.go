@@ -133,9 +133,7 @@ type Source struct {
 	total int64                              // chunks to drain, once counted (see countBacklog); -1: not draining
 	ended bool                               // the drain found the spool empty: the total is what was acked
 	acked int64
-	// acking counts the chunks whose ack has begun, acked or not yet: a
-	// chunk is deleted only after it is counted here.
-	acking int64
+	begun map[uint64]struct{} // while the count runs: chunks whose ack has begun
 
 	stopCount context.CancelFunc // ends the background count (drain only)
 	counted   chan struct{}      // closed when the background count has returned
@@ -196,25 +194,38 @@ func (s *Source) Connect(ctx context.Context) error {
 
 // countBacklog counts the chunks to drain, for Progress, while the drain
 // runs: on a large spool the listing takes a while, and the first delivery
-// need not wait for it. The chunks acked meanwhile may or may not be in the
-// listing, so the total adds every ack begun by its end: it may overstate
-// by those (until the drain ends, see Progress), but every chunk still
-// there at the end of the listing was in it, and every one deleted before
-// was counted as its ack began, so it never understates.
+// need not wait for it. A chunk acked meanwhile may be deleted before the
+// listing reaches it, so acks record their chunks until the count ends:
+// the total is the chunks listed and those recorded that were not listed.
 func (s *Source) countBacklog() {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopCount, s.counted = cancel, make(chan struct{})
+	s.begun = map[uint64]struct{}{}
 	go func() {
 		defer close(s.counted)
-		st, err := core.Count(ctx, s.fsys, s.opts.Options)
+		listed := seqBits{}
+		st, err := core.CountEach(ctx, s.fsys, s.opts.Options, listed.add)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		begun := s.begun
+		s.begun = nil
 		if err != nil {
 			return // the total stays unknown; the drain does not need it
 		}
-		s.mu.Lock()
-		s.total = int64(st.Chunks) + s.acking
-		s.mu.Unlock()
+		s.total = int64(st.Chunks)
+		for seq := range begun {
+			if !listed.has(seq) {
+				s.total++
+			}
+		}
 	}()
 }
+
+// seqBits is a set of chunk sequence numbers, a bit each.
+type seqBits map[uint64]uint64
+
+func (b seqBits) add(seq uint64)      { b[seq>>6] |= 1 << (seq & 63) }
+func (b seqBits) has(seq uint64) bool { return b[seq>>6]&(1<<(seq&63)) != 0 }
 
 // ReadBatch returns the next chunks in order, nacked ones first.
 func (s *Source) ReadBatch(ctx context.Context, limit int) ([]*bridge.Message, bridge.AckFunc, error) {
@@ -247,7 +258,11 @@ func (s *Source) ReadBatch(ctx context.Context, limit int) ([]*bridge.Message, b
 			return s.c.Nack(ds...)
 		}
 		s.mu.Lock()
-		s.acking += int64(len(ds))
+		if s.begun != nil {
+			for _, d := range ds {
+				s.begun[d.Seq] = struct{}{}
+			}
+		}
 		s.mu.Unlock()
 		aerr := s.c.Ack(ds...)
 		s.mu.Lock()
