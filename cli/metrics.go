@@ -40,9 +40,11 @@ var metricDefs = []metricDef{
 	{"mqb_output_retries_total", "counter", []string{"route", "connector"}, "Retries of failed batch writes."},
 	{"mqb_output_batch_duration_seconds", "histogram", []string{"route", "connector"}, "Time a successful batch write took, in seconds."},
 	{"mqb_route_up", "gauge", []string{"route"}, "1 while the route runs with its input and output connected, 0 otherwise; /ready answers 200 only while it is 1."},
-	{"mqb_spool_backlog_messages", "gauge", []string{"route", "connector", "spool"}, "Messages (chunks) waiting in a spool the route reads or writes, counted when scraped."},
-	{"mqb_spool_unexpected_files", "gauge", []string{"route", "connector", "spool"}, "Files in a spool that match no chunk name (foreign files, wrong extensions), counted when scraped."},
-	{"mqb_spool_bytes", "gauge", []string{"route", "connector", "spool"}, "Bytes of the payload and sidecar files in a spool the route reads or writes, counted when scraped."},
+	{"mqb_spool_backlog_messages", "gauge", []string{"route", "connector", "spool"}, "Messages (chunks) waiting in a spool the route reads or writes, at the spool's last scan."},
+	{"mqb_spool_unexpected_files", "gauge", []string{"route", "connector", "spool"}, "Files in a spool that match no chunk name (foreign files, wrong extensions), at the spool's last scan."},
+	{"mqb_spool_bytes", "gauge", []string{"route", "connector", "spool"}, "Bytes of the payload and sidecar files in a spool the route reads or writes, at the spool's last scan."},
+	{"mqb_spool_scan_timestamp_seconds", "gauge", []string{"route", "connector", "spool"}, "When the spool's last scan, which the three gauges above report, ended (Unix time); a scrape starts a new scan only once the last one ended nine times its duration ago."},
+	{"mqb_spool_scan_duration_seconds", "gauge", []string{"route", "connector", "spool"}, "How long the spool's last scan took."},
 	{"mqb_spool_full_waits_total", "counter", []string{"route", "connector", "spool"}, "Writes to a bounded spool that waited for a consumer to make room (when_full=block)."},
 	{"mqb_spool_dropped_total", "counter", []string{"route", "connector", "spool"}, "Messages dropped because a bounded spool was full (when_full=drop_newest); each is also logged."},
 	{"mqb_dead_letters_total", "counter", []string{"route", "connector"}, "Messages the output refused that the route moved to its dead-letter endpoint (connector: the output's)."},
@@ -81,7 +83,7 @@ func newMetricsRegistry(log *slog.Logger) *metricsRegistry {
 	mr.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), mr.spools)
 	for _, d := range metricDefs {
 		if slices.Contains(d.Labels, "spool") {
-			continue // read from the spool at each scrape by spoolCollector
+			continue // reported by spoolCollector from the spool's last scan
 		}
 		switch d.Type {
 		case "counter":
@@ -135,7 +137,7 @@ func (mr *metricsRegistry) route(route *bridge.Route, l routeLabels) *metrics {
 	m.up.Set(0)
 	for ep, connector := range map[any]string{route.Source: l.input, route.Target: l.output} {
 		if s, ok := ep.(bridge.SpoolStatter); ok {
-			mr.spools.add(spoolEnd{s: s, connector: connector, route: l.route})
+			mr.spools.add(spoolEnd{scan: &spoolScan{s: s}, connector: connector, route: l.route})
 		}
 	}
 	mr.routes = append(mr.routes, m)
@@ -200,12 +202,13 @@ func (m *metrics) Retrying(int, time.Duration) { m.retries.Inc() }
 func (m *metrics) DeadLettered(n int)          { m.deadLetters.Add(float64(n)) }
 
 type spoolEnd struct {
-	s                bridge.SpoolStatter
+	scan             *spoolScan
 	connector, route string
 }
 
-// spoolCollector scans each spool of the routes once per scrape for the
-// backlog and unexpected-files gauges.
+// spoolCollector reports each spool of the routes: the backlog, bytes and
+// unexpected-files gauges from its last scan (see spoolScan), and a bounded
+// spool's counters.
 type spoolCollector struct {
 	mu   sync.Mutex
 	ends []spoolEnd
@@ -218,11 +221,13 @@ func (c *spoolCollector) add(e spoolEnd) {
 }
 
 var (
-	backlogDesc    = spoolDesc("mqb_spool_backlog_messages")
-	unexpectedDesc = spoolDesc("mqb_spool_unexpected_files")
-	bytesDesc      = spoolDesc("mqb_spool_bytes")
-	fullWaitsDesc  = spoolDesc("mqb_spool_full_waits_total")
-	droppedDesc    = spoolDesc("mqb_spool_dropped_total")
+	backlogDesc      = spoolDesc("mqb_spool_backlog_messages")
+	unexpectedDesc   = spoolDesc("mqb_spool_unexpected_files")
+	bytesDesc        = spoolDesc("mqb_spool_bytes")
+	scanTimeDesc     = spoolDesc("mqb_spool_scan_timestamp_seconds")
+	scanDurationDesc = spoolDesc("mqb_spool_scan_duration_seconds")
+	fullWaitsDesc    = spoolDesc("mqb_spool_full_waits_total")
+	droppedDesc      = spoolDesc("mqb_spool_dropped_total")
 )
 
 func spoolDesc(name string) *prometheus.Desc {
@@ -231,27 +236,37 @@ func spoolDesc(name string) *prometheus.Desc {
 }
 
 func (c *spoolCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- backlogDesc
-	ch <- unexpectedDesc
-	ch <- bytesDesc
-	ch <- fullWaitsDesc
-	ch <- droppedDesc
+	for _, d := range []*prometheus.Desc{backlogDesc, unexpectedDesc, bytesDesc, scanTimeDesc, scanDurationDesc, fullWaitsDesc, droppedDesc} {
+		ch <- d
+	}
 }
 
 func (c *spoolCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	ends := append([]spoolEnd(nil), c.ends...)
 	c.mu.Unlock()
-	for _, e := range ends {
-		backlog, unexpected, bytes := math.NaN(), math.NaN(), math.NaN() // not open yet, or the scan failed
-		if st, err := e.s.SpoolStats(); err == nil {
-			backlog, unexpected, bytes = float64(st.Chunks), float64(st.Unexpected), float64(st.Bytes+st.MetaBytes)
+	scans := make([]*spoolScan, len(ends))
+	for i, e := range ends {
+		scans[i] = e.scan
+	}
+	for i, r := range scanAll(scans, scanWait) {
+		e := ends[i]
+		labels := []string{e.route, e.connector, e.scan.s.SpoolPath()}
+		gauge := func(d *prometheus.Desc, v float64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 		}
-		labels := []string{e.route, e.connector, e.s.SpoolPath()}
-		ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, backlog, labels...)
-		ch <- prometheus.MustNewConstMetric(unexpectedDesc, prometheus.GaugeValue, unexpected, labels...)
-		ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.GaugeValue, bytes, labels...)
-		if b, ok := e.s.(bridge.BoundedSpool); ok && b.Bounded() {
+		backlog, unexpected, bytes := math.NaN(), math.NaN(), math.NaN() // none finished yet, or it failed
+		if r.st != nil {
+			backlog, unexpected, bytes = float64(r.st.Chunks), float64(r.st.Unexpected), float64(r.st.Bytes+r.st.MetaBytes)
+		}
+		gauge(backlogDesc, backlog)
+		gauge(unexpectedDesc, unexpected)
+		gauge(bytesDesc, bytes)
+		if !r.ended.IsZero() {
+			gauge(scanTimeDesc, float64(r.ended.UnixNano())/1e9)
+			gauge(scanDurationDesc, r.took.Seconds())
+		}
+		if b, ok := e.scan.s.(bridge.BoundedSpool); ok && b.Bounded() {
 			ch <- prometheus.MustNewConstMetric(fullWaitsDesc, prometheus.CounterValue, float64(b.FullWaits()), labels...)
 			ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.CounterValue, float64(b.Dropped()), labels...)
 		}
