@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"math/bits"
 )
 
 // checkEvery is how many directory entries a walk handles between two
@@ -102,13 +101,13 @@ func scan(ctx context.Context, fsys FS, o Options, sizes bool, visit func(seq ui
 		if dir != "." {
 			st.ShardDirs++
 		}
-		var payloads, sidecars seqSet
+		var payloads, sidecars SeqSet
 		err := listInfo(ctx, fsys, dir, sizes, func(name string, typ fs.FileMode, size func() int64) {
 			st.entry(l, dir, name, typ, size, &payloads, &sidecars)
 		})
-		st.Orphans += sidecars.without(payloads)
+		st.Orphans += sidecars.Without(payloads)
 		if visit != nil {
-			payloads.each(visit)
+			payloads.Each(visit)
 		}
 		return err
 	})
@@ -116,7 +115,7 @@ func scan(ctx context.Context, fsys FS, o Options, sizes bool, visit func(seq ui
 }
 
 // entry counts one entry of the leaf directory dir.
-func (st *Stats) entry(l *Layout, dir, name string, typ fs.FileMode, size func() int64, payloads, sidecars *seqSet) {
+func (st *Stats) entry(l *Layout, dir, name string, typ fs.FileMode, size func() int64, payloads, sidecars *SeqSet) {
 	if !typ.IsRegular() {
 		return
 	}
@@ -127,7 +126,7 @@ func (st *Stats) entry(l *Layout, dir, name string, typ fs.FileMode, size func()
 			st.Unexpected++
 		}
 	case kind == KindPayload:
-		payloads.add(seq)
+		payloads.Add(seq)
 		if st.Chunks == 0 || seq < st.OldestSeq {
 			st.Oldest, st.OldestSeq = joinPath(dir, name), seq
 		}
@@ -137,7 +136,7 @@ func (st *Stats) entry(l *Layout, dir, name string, typ fs.FileMode, size func()
 		st.Chunks++
 		st.Bytes += size()
 	case kind == KindSidecar:
-		sidecars.add(seq)
+		sidecars.Add(seq)
 		st.MetaBytes += size()
 	default:
 		st.Tmp++
@@ -245,35 +244,6 @@ func (g *ctxGate) done(err error) error {
 		err = g.ctx.Err()
 	}
 	return err
-}
-
-// seqSet is a set of sequence numbers kept as 64-bit words: the chunks of
-// one directory, whose numbers are mostly consecutive, in a few bits each.
-type seqSet map[uint64]uint64
-
-func (s *seqSet) add(seq uint64) {
-	if *s == nil {
-		*s = seqSet{}
-	}
-	(*s)[seq>>6] |= 1 << (seq & 63)
-}
-
-// each calls fn with every number of s.
-func (s seqSet) each(fn func(uint64)) {
-	for k, w := range s {
-		for ; w != 0; w &= w - 1 {
-			fn(k<<6 | uint64(bits.TrailingZeros64(w)))
-		}
-	}
-}
-
-// without counts the numbers of s that are not in other.
-func (s seqSet) without(other seqSet) int {
-	n := 0
-	for k, w := range s {
-		n += bits.OnesCount64(w &^ other[k])
-	}
-	return n
 }
 
 func isControlFile(name string) bool {

@@ -133,7 +133,7 @@ type Source struct {
 	total int64                              // chunks to drain, once counted (see countBacklog); -1: not draining
 	ended bool                               // the drain found the spool empty: the total is what was acked
 	acked int64
-	begun map[uint64]struct{} // while the count runs: chunks whose ack has begun
+	begun core.SeqSet // while the count runs: chunks whose ack has begun
 
 	stopCount context.CancelFunc // ends the background count (drain only)
 	counted   chan struct{}      // closed when the background count has returned
@@ -200,11 +200,11 @@ func (s *Source) Connect(ctx context.Context) error {
 func (s *Source) countBacklog() {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.stopCount, s.counted = cancel, make(chan struct{})
-	s.begun = map[uint64]struct{}{}
+	s.begun = core.SeqSet{}
 	go func() {
 		defer close(s.counted)
-		listed := seqBits{}
-		st, err := core.CountEach(ctx, s.fsys, s.opts.Options, listed.add)
+		var listed core.SeqSet
+		st, err := core.CountEach(ctx, s.fsys, s.opts.Options, listed.Add)
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		begun := s.begun
@@ -212,20 +212,9 @@ func (s *Source) countBacklog() {
 		if err != nil {
 			return // the total stays unknown; the drain does not need it
 		}
-		s.total = int64(st.Chunks)
-		for seq := range begun {
-			if !listed.has(seq) {
-				s.total++
-			}
-		}
+		s.total = int64(st.Chunks + begun.Without(listed))
 	}()
 }
-
-// seqBits is a set of chunk sequence numbers, a bit each.
-type seqBits map[uint64]uint64
-
-func (b seqBits) add(seq uint64)      { b[seq>>6] |= 1 << (seq & 63) }
-func (b seqBits) has(seq uint64) bool { return b[seq>>6]&(1<<(seq&63)) != 0 }
 
 // ReadBatch returns the next chunks in order, nacked ones first.
 func (s *Source) ReadBatch(ctx context.Context, limit int) ([]*bridge.Message, bridge.AckFunc, error) {
@@ -260,7 +249,7 @@ func (s *Source) ReadBatch(ctx context.Context, limit int) ([]*bridge.Message, b
 		s.mu.Lock()
 		if s.begun != nil {
 			for _, d := range ds {
-				s.begun[d.Seq] = struct{}{}
+				s.begun.Add(d.Seq)
 			}
 		}
 		s.mu.Unlock()
