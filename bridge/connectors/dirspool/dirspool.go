@@ -137,6 +137,8 @@ type Source struct {
 
 	stopCount context.CancelFunc // ends the background count (drain only)
 	counted   chan struct{}      // closed when the background count has returned
+
+	shared opened // for the metrics
 }
 
 var (
@@ -189,6 +191,7 @@ func (s *Source) Connect(ctx context.Context) error {
 	} else {
 		s.total = -1
 	}
+	s.shared.set(s.fsys, nil)
 	return nil
 }
 
@@ -277,7 +280,7 @@ func (s *Source) Progress() (done, total int64, unit string) {
 }
 
 // Backlog counts the chunks in the spool.
-func (s *Source) Backlog() (int64, error) { return backlog(s.fsys, s.opts.Options) }
+func (s *Source) Backlog() (int64, error) { return s.shared.backlog(s.opts.Options) }
 
 // SpoolPath returns the spool directory.
 func (s *Source) SpoolPath() string { return s.opts.Path }
@@ -286,13 +289,14 @@ func (s *Source) SpoolPath() string { return s.opts.Path }
 func (s *Source) Place() (string, string) { return s.opts.place() }
 
 // SpoolStats scans the spool.
-func (s *Source) SpoolStats() (*core.Stats, error) { return scan(s.fsys, s.opts.Options) }
+func (s *Source) SpoolStats() (*core.Stats, error) { return s.shared.stats(s.opts.Options) }
 
 // Close releases the CONSUMER claim; unacknowledged chunks stay on disk.
 func (s *Source) Close(ctx context.Context) error {
 	if s.c == nil {
 		return nil
 	}
+	s.shared.set(nil, nil)
 	if s.stopCount != nil {
 		s.stopCount()
 		<-s.counted
@@ -301,18 +305,43 @@ func (s *Source) Close(ctx context.Context) error {
 	return errors.Join(err, s.release())
 }
 
-func scan(fsys core.FS, o core.Options) (*core.Stats, error) {
+// opened is what an end's Connect opened, for the calls the metrics server
+// makes from its own goroutine at any time, before Connect and after Close
+// included (SpoolStats, Backlog, Dropped, FullWaits).
+type opened struct {
+	mu   sync.Mutex
+	fsys core.FS        // nil when not open
+	p    *core.Producer // a target's
+}
+
+func (o *opened) set(fsys core.FS, p *core.Producer) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.fsys, o.p = fsys, p
+}
+
+func (o *opened) get() (core.FS, *core.Producer) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.fsys, o.p
+}
+
+// stats scans the spool.
+func (o *opened) stats(opts core.Options) (*core.Stats, error) {
+	fsys, _ := o.get()
 	if fsys == nil {
 		return nil, errors.New("spool is not open")
 	}
-	return core.Scan(context.Background(), fsys, o)
+	return core.Scan(context.Background(), fsys, opts)
 }
 
-func backlog(fsys core.FS, o core.Options) (int64, error) {
+// backlog counts the chunks in the spool.
+func (o *opened) backlog(opts core.Options) (int64, error) {
+	fsys, _ := o.get()
 	if fsys == nil {
 		return 0, errors.New("spool is not open")
 	}
-	st, err := core.Count(context.Background(), fsys, o)
+	st, err := core.Count(context.Background(), fsys, opts)
 	if err != nil {
 		return 0, err
 	}
@@ -341,6 +370,8 @@ type Target struct {
 	// then failed and that the route has not yet seen succeed: a retry
 	// skips them instead of writing them again.
 	committed map[string]int
+
+	shared opened // for the metrics
 }
 
 var (
@@ -369,6 +400,7 @@ func (t *Target) Connect(ctx context.Context) error {
 	t.p.OnDrop(func(m core.Message) {
 		t.env.Logger.Warn("spool full: message dropped (when_full=drop_newest)", "spool", t.opts.Path, "id", m.ID)
 	})
+	t.shared.set(t.fsys, t.p)
 	return nil
 }
 
@@ -380,18 +412,20 @@ func (t *Target) HeldIDs(ctx context.Context) (map[string]bool, error) {
 
 // Dropped counts the messages when_full=drop_newest dropped.
 func (t *Target) Dropped() uint64 {
-	if t.p == nil {
+	_, p := t.shared.get()
+	if p == nil {
 		return 0
 	}
-	return t.p.Dropped()
+	return p.Dropped()
 }
 
 // FullWaits counts the writes that waited for room (when_full=block).
 func (t *Target) FullWaits() uint64 {
-	if t.p == nil {
+	_, p := t.shared.get()
+	if p == nil {
 		return 0
 	}
-	return t.p.FullWaits()
+	return p.FullWaits()
 }
 
 // Bounded reports whether the spool has a bound (max_messages, max_bytes,
@@ -463,12 +497,13 @@ func (t *Target) Close(ctx context.Context, cause error) error {
 	if t.p == nil {
 		return nil
 	}
+	t.shared.set(nil, nil)
 	err := t.p.CloseWithError(cause)
 	return errors.Join(err, t.release())
 }
 
 // Backlog counts the chunks in the spool.
-func (t *Target) Backlog() (int64, error) { return backlog(t.fsys, t.opts.Options) }
+func (t *Target) Backlog() (int64, error) { return t.shared.backlog(t.opts.Options) }
 
 // SpoolPath returns the spool directory.
 func (t *Target) SpoolPath() string { return t.opts.Path }
@@ -484,4 +519,4 @@ func (c Config) place() (string, string) {
 }
 
 // SpoolStats scans the spool.
-func (t *Target) SpoolStats() (*core.Stats, error) { return scan(t.fsys, t.opts.Options) }
+func (t *Target) SpoolStats() (*core.Stats, error) { return t.shared.stats(t.opts.Options) }
