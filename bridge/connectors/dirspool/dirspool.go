@@ -189,7 +189,9 @@ func (s *Source) Connect(ctx context.Context) error {
 	if s.opts.ExitWhenEmpty {
 		s.countBacklog()
 	} else {
-		s.total = -1
+		s.mu.Lock()
+		s.total = -1 // Progress is read from the display's goroutine
+		s.mu.Unlock()
 	}
 	s.shared.set(s.fsys, nil)
 	return nil

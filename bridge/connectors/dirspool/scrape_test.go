@@ -11,10 +11,10 @@ import (
 	"github.com/mqb-project/mqb/bridge"
 )
 
-// The metrics server scrapes a route's spools from its own goroutine, from
-// before the route connects until after it closes (its /ready answers 503
-// meanwhile). Run with -race: reading the stats must not race with Connect
-// or Close.
+// The metrics server scrapes a route's spools, and the progress display
+// reads the source's progress, from goroutines of their own, from before
+// the route connects until after it closes. Run with -race: neither may
+// race with Connect or Close.
 func TestStatsWhileConnectingAndClosing(t *testing.T) {
 	e := env()
 	ctx := context.Background()
@@ -30,6 +30,9 @@ func TestStatsWhileConnectingAndClosing(t *testing.T) {
 		for !stop.Load() {
 			ep.(bridge.SpoolStatter).SpoolStats()
 			ep.(bridge.BacklogReporter).Backlog()
+			if p, ok := ep.(bridge.Progresser); ok {
+				p.Progress()
+			}
 			if b, ok := ep.(bridge.BoundedSpool); ok {
 				b.Dropped()
 				b.FullWaits()
