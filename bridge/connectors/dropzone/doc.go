@@ -5,8 +5,9 @@
 //	dropzone:///data/incoming?format=csv
 //	dropzone: {path: /data/incoming, format: json, pattern: "*.jsonl"}
 //
-// As a source it picks files up as they appear (in name order, polling
-// every poll_interval), reads each once and emits one message per record,
+// As a source it picks files up as they appear (the files of each listing
+// in name order, listing again once they are read, polling every
+// poll_interval), reads each once and emits one message per record,
 // with content_type, source, path and line metadata. Its progress — which
 // files are finished, and how many records of a file being read were
 // acknowledged — is kept in a state file (state_path, by default

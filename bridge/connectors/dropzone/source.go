@@ -8,7 +8,8 @@ import (
 	"io/fs"
 	"path"
 	"path/filepath"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -75,6 +76,7 @@ type Source struct {
 	cur     *progress            // the file being read
 	rd      *records.Reader
 	f       core.File
+	pending []entry           // the last listing's files not opened yet, in name order
 	retry   []*bridge.Message // nacked, delivered again first
 	refs    map[*bridge.Message]ref
 	err     error           // sticky read error
@@ -93,6 +95,12 @@ type progress struct {
 type ref struct {
 	file *progress
 	idx  int64
+}
+
+// entry is a listed file's name and type.
+type entry struct {
+	name string
+	typ  fs.FileMode
 }
 
 var (
@@ -266,31 +274,51 @@ func (s *Source) sourceOf(name string) string {
 }
 
 // openNext opens the first file, in name order, that is neither finished
-// nor being read. It reports false when there is none.
+// nor being read. It takes the next name of the last listing, and lists the
+// zone again once those are used up, so that reading N files costs a few
+// listings, not N. It reports false when there is none.
 func (s *Source) openNext() (bool, error) {
+	for listed := false; ; listed = true {
+		for len(s.pending) > 0 {
+			e := s.pending[0]
+			s.pending = s.pending[1:]
+			if !e.typ.IsRegular() {
+				s.skip(e.name, kind(e.typ))
+				continue
+			}
+			ok, err := s.open(e.name)
+			if ok || err != nil {
+				return ok, err
+			}
+		}
+		if listed {
+			return false, nil
+		}
+		if err := s.list(); err != nil {
+			return false, err
+		}
+	}
+}
+
+// list sets pending to the files of the zone, in name order, that match the
+// pattern and are neither finished nor being read.
+func (s *Source) list() error {
 	entries, err := s.zone.ReadDir(".")
 	if err != nil {
-		return false, fmt.Errorf("drop zone: list %s: %w", s.dir, err)
+		return fmt.Errorf("drop zone: list %s: %w", s.dir, err)
 	}
 	done := s.pruneDone(entries)
+	s.pending = s.pending[:0]
 	for _, e := range entries { // sorted by name
 		name := e.Name()
 		if ignored(name) || done[name] || s.files[name] != nil {
 			continue
 		}
-		if ok, _ := path.Match(s.pattern, name); !ok {
-			continue
-		}
-		if !e.Type().IsRegular() {
-			s.skip(name, kind(e.Type()))
-			continue
-		}
-		ok, err := s.open(name)
-		if ok || err != nil {
-			return ok, err
+		if ok, _ := path.Match(s.pattern, name); ok {
+			s.pending = append(s.pending, entry{name, e.Type()})
 		}
 	}
-	return false, nil
+	return nil
 }
 
 // pruneDone forgets finished files that are gone, so that the state stays
@@ -400,12 +428,21 @@ func (s *Source) acked(out []*bridge.Message) error {
 
 // finish records files as done and saves the state.
 func (s *Source) finish(ps []*progress) error {
+	// Files finish mostly in name order: Done, sorted, is sorted again only
+	// when a name comes before the last one.
+	slices.SortFunc(ps, func(a, b *progress) int { return strings.Compare(a.name, b.name) })
+	sorted := true
 	for _, p := range ps {
 		delete(s.files, p.name)
 		delete(s.state.Partial, p.name)
+		if n := len(s.state.Done); n > 0 && s.state.Done[n-1] > p.name {
+			sorted = false
+		}
 		s.state.Done = append(s.state.Done, p.name)
 	}
-	sort.Strings(s.state.Done)
+	if !sorted {
+		slices.Sort(s.state.Done)
+	}
 	if err := s.store.save(s.state); err != nil {
 		return fmt.Errorf("drop zone: %w", err)
 	}
