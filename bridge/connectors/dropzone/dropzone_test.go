@@ -287,3 +287,20 @@ func TestConnectNamesAMissingOrWrongDirectory(t *testing.T) {
 		assert.Contains(t, err.Error(), c.path)
 	}
 }
+
+// A state file kept in the zone under a name the zone would read is not
+// input, nor are its lock and journal.
+func TestStateFileInTheZoneIsNotInput(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "a.txt", "1\n")
+	url := "dropzone://" + dir + "?format=lines&state_path=" + filepath.Join(dir, "state.txt")
+	got := &collect{}
+	require.NoError(t, runFrom(t, env(), url, got, 10))
+	assert.Equal(t, []string{"1"}, got.payloads())
+	visible, _ := listFiles(t, dir)
+	assert.Equal(t, []string{"a.txt", "state.txt", "state.txt.lock"}, visible)
+
+	again := &collect{}
+	require.NoError(t, runFrom(t, env(), url, again, 10))
+	assert.Empty(t, again.payloads())
+}

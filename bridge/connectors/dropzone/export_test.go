@@ -24,3 +24,11 @@ func Interpose(t testing.TB, wrap func(root string, fsys FS) FS) {
 	}
 	t.Cleanup(func() { newFS = prev })
 }
+
+// SetJournalFloor sets, for the rest of the test, the size the state
+// file's journal may reach before a save writes the whole state.
+func SetJournalFloor(t testing.TB, n int64) {
+	prev := journalFloor
+	journalFloor = n
+	t.Cleanup(func() { journalFloor = prev })
+}

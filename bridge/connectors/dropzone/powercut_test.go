@@ -288,8 +288,18 @@ func TestPowerCutRecovery(t *testing.T) {
 }
 
 // TestPowerCutReader: after a power cut at any instant the next reader
-// delivers again no record whose acknowledgement returned, and skips none.
+// delivers again no record whose acknowledgement returned, and skips none:
+// with saves appended to the state file's journal, and with the journal
+// bounded so tightly that every other save writes the whole state.
 func TestPowerCutReader(t *testing.T) {
+	t.Run("journal", powerCutReader)
+	t.Run("whole state every other save", func(t *testing.T) {
+		dropzone.SetJournalFloor(t, 1)
+		powerCutReader(t)
+	})
+}
+
+func powerCutReader(t *testing.T) {
 	all := []string{"a1", "a2", "b1", "b2"}
 	// Every save repeats the same steps, so fewer seeds per instant do.
 	cutLoop(t, 4, func(mem *memfs.FS) {

@@ -260,7 +260,7 @@ func (s *Source) endOfFile() {
 	cur := s.cur
 	s.cur, s.rd, s.f = nil, nil, nil
 	if cur.acked == cur.emitted {
-		if err := s.finish([]*progress{cur}); err != nil {
+		if err := s.finish([]*progress{cur}, sourceState{}); err != nil {
 			s.err = err
 		}
 	}
@@ -311,7 +311,7 @@ func (s *Source) list() error {
 	s.pending = s.pending[:0]
 	for _, e := range entries { // sorted by name
 		name := e.Name()
-		if ignored(name) || done[name] || s.files[name] != nil {
+		if ignored(name) || done[name] || s.files[name] != nil || s.store.owns(name) {
 			continue
 		}
 		if ok, _ := path.Match(s.pattern, name); ok {
@@ -416,18 +416,21 @@ func (s *Source) acked(out []*bridge.Message) error {
 		touched[p] = true
 	}
 	var finished []*progress
+	change := sourceState{Partial: map[string]int64{}}
 	for p := range touched {
 		if p.eof && p.acked == p.emitted {
 			finished = append(finished, p)
 		} else {
 			s.state.Partial[p.name] = p.acked
+			change.Partial[p.name] = p.acked
 		}
 	}
-	return s.finish(finished)
+	return s.finish(finished, change)
 }
 
-// finish records files as done and saves the state.
-func (s *Source) finish(ps []*progress) error {
+// finish records files as done and saves the state with change, the
+// counts this save moved, and those files.
+func (s *Source) finish(ps []*progress, change sourceState) error {
 	// Files finish mostly in name order: Done, sorted, is sorted again only
 	// when a name comes before the last one.
 	slices.SortFunc(ps, func(a, b *progress) int { return strings.Compare(a.name, b.name) })
@@ -439,11 +442,12 @@ func (s *Source) finish(ps []*progress) error {
 			sorted = false
 		}
 		s.state.Done = append(s.state.Done, p.name)
+		change.Done = append(change.Done, p.name)
 	}
 	if !sorted {
 		slices.Sort(s.state.Done)
 	}
-	if err := s.store.save(s.state); err != nil {
+	if err := s.store.record(s.state, change); err != nil {
 		return fmt.Errorf("drop zone: %w", err)
 	}
 	return nil
@@ -459,6 +463,11 @@ func (s *Source) Close(ctx context.Context) error {
 		s.f = nil
 	}
 	if s.store != nil {
+		if s.store.journalSize > 0 || s.store.broken { // leave the whole state in NAME
+			if err := s.store.compact(s.state); err != nil {
+				s.env.Logger.Warn("drop zone: could not write the whole state on close; the next reader replays its journal", "error", err)
+			}
+		}
 		s.store.close()
 		s.store = nil
 	}

@@ -41,12 +41,20 @@ type sourceState struct {
 // durable: load finishes the swap with it. When neither exists, nothing was
 // ever saved and a NAME.tmp is a torn first save, discarded. Between steps 2
 // and 3 another program reading NAME finds it missing.
+//
+// Saves between two writes of NAME go to a journal, NAME.journal (see
+// journal.go).
 type stateFile struct {
 	fsys    core.FS
 	name    string // relative to fsys
 	display string // the absolute path, for messages
 	own     zoneFS // the FS of a state file outside the zone, closed with it
 	claim   core.Claim
+
+	journal      core.File // open for appending; nil until the first save after NAME is written
+	journalSize  int64     // bytes appended to the journal
+	snapshotSize int64     // bytes of NAME as last written
+	broken       bool      // the journal may end torn: the next save writes NAME
 }
 
 // openState returns the state file at the absolute path statePath: through
@@ -81,8 +89,16 @@ func (st *stateFile) lock() error {
 	return nil
 }
 
+// owns reports whether name, an entry of the zone, is the state file or one
+// of its companions (NAME.lock, NAME.journal, the names of a save): never
+// input, whatever the pattern.
+func (st *stateFile) owns(name string) bool {
+	return st.own == nil && (name == st.name || strings.HasPrefix(name, st.name+"."))
+}
+
 // close releases the lock and the state directory's own FS.
 func (st *stateFile) close() {
+	st.closeJournal()
 	if st.claim != nil {
 		st.claim.Release()
 		st.claim = nil
@@ -93,8 +109,29 @@ func (st *stateFile) close() {
 	}
 }
 
-// load reads the saved progress, finishing a save a crash interrupted.
+// load reads the saved progress, finishing a save a crash interrupted and
+// replaying the journal.
 func (st *stateFile) load() (sourceState, error) {
+	s, err := st.loadSnapshot()
+	if err != nil {
+		return s, err
+	}
+	if s.Partial == nil {
+		s.Partial = map[string]int64{}
+	}
+	had, err := st.replay(&s)
+	if err != nil {
+		return s, bridge.Permanent(err) // retrying cannot fix it
+	}
+	s.tidy()
+	if had {
+		return s, st.compact(s)
+	}
+	return s, nil
+}
+
+// loadSnapshot reads NAME.
+func (st *stateFile) loadSnapshot() (sourceState, error) {
 	var s sourceState
 	b, err := readFile(st.fsys, st.name)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -106,6 +143,7 @@ func (st *stateFile) load() (sourceState, error) {
 	if err := st.clean(); err != nil {
 		return s, err
 	}
+	st.snapshotSize = int64(len(b))
 	if b != nil {
 		if err := json.Unmarshal(b, &s); err != nil {
 			// Retrying cannot fix it: the route stops at once.
@@ -149,31 +187,32 @@ func (st *stateFile) clean() error {
 	return nil
 }
 
-// save replaces the state durably, as the type's comment describes.
-func (st *stateFile) save(s sourceState) error {
+// save replaces NAME durably, as the type's comment describes, and returns
+// its size.
+func (st *stateFile) save(s sourceState) (int64, error) {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if err := st.writeTmp(append(b, '\n')); err != nil {
-		return st.problem("save progress", err)
+		return 0, st.problem("save progress", err)
 	}
 	if _, err := removeIfPresent(st.fsys, st.old()); err != nil {
-		return st.problem("save progress", err)
+		return 0, st.problem("save progress", err)
 	}
 	if err := st.fsys.Rename(st.name, st.old()); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return st.problem("save progress", err)
+		return 0, st.problem("save progress", err)
 	}
 	if err := st.fsys.Rename(st.tmp(), st.name); err != nil {
-		return st.problem("save progress", err)
+		return 0, st.problem("save progress", err)
 	}
 	if err := st.fsys.SyncDir(st.dir()); err != nil {
-		return st.problem("save progress", err)
+		return 0, st.problem("save progress", err)
 	}
 	if _, err := removeIfPresent(st.fsys, st.old()); err != nil {
-		return st.problem("save progress", err)
+		return 0, st.problem("save progress", err)
 	}
-	return nil
+	return int64(len(b)) + 1, nil
 }
 
 // writeTmp writes data to a fresh NAME.tmp and makes it and its entry

@@ -118,10 +118,11 @@ func writeZone(t *testing.T, e *bridge.Env, zone string) error {
 }
 
 const (
-	stateTmp   = dropzone.DefaultStateFile + ".tmp"
-	stateLock  = dropzone.DefaultStateFile + ".lock"
-	leftover   = ".x-000001.txt.4.partial"
-	leftoverTo = "x-000001.txt"
+	stateTmp     = dropzone.DefaultStateFile + ".tmp"
+	stateLock    = dropzone.DefaultStateFile + ".lock"
+	stateJournal = dropzone.DefaultStateFile + ".journal"
+	leftover     = ".x-000001.txt.4.partial"
+	leftoverTo   = "x-000001.txt"
 )
 
 // notPublished checks that the planted leftover link stayed a link and was
@@ -157,6 +158,17 @@ func sourceAttacks() []attack {
 			plant: func(t *testing.T, zone, out string) {
 				require.NoError(t, os.WriteFile(filepath.Join(out, "victim"), []byte(`{"done":["a.txt"]}`), 0o600))
 				link(t, filepath.Join(out, "victim"), filepath.Join(zone, dropzone.DefaultStateFile))
+			},
+			run: readZone(""), wantErr: "symbolic link"},
+		{name: "state journal to a file outside",
+			plant: func(t *testing.T, zone, out string) {
+				require.NoError(t, os.WriteFile(filepath.Join(out, "victim"), []byte(`{"done":["a.txt"]}`+"\n"), 0o600))
+				link(t, filepath.Join(out, "victim"), filepath.Join(zone, stateJournal))
+			},
+			run: readZone(""), wantErr: "symbolic link"},
+		{name: "state journal dangling, to a new file outside",
+			plant: func(t *testing.T, zone, out string) {
+				link(t, filepath.Join(out, "created"), filepath.Join(zone, stateJournal))
 			},
 			run: readZone(""), wantErr: "symbolic link"},
 		{name: "reader lock dangling, to a new file outside",
