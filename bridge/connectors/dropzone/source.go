@@ -301,43 +301,36 @@ func (s *Source) openNext() (bool, error) {
 }
 
 // list sets pending to the files of the zone, in name order, that match the
-// pattern and are neither finished nor being read.
+// pattern and are neither finished nor being read. It also forgets the
+// finished files that are gone, so that the state stays small: the listing
+// and the done list are both sorted, so one walk through the two does both.
 func (s *Source) list() error {
 	entries, err := s.zone.ReadDir(".")
 	if err != nil {
 		return fmt.Errorf("drop zone: list %s: %w", s.dir, err)
 	}
-	done := s.pruneDone(entries)
+	done := s.state.Done
+	kept := done[:0]
 	s.pending = s.pending[:0]
 	for _, e := range entries { // sorted by name
 		name := e.Name()
-		if ignored(name) || done[name] || s.files[name] != nil || s.store.owns(name) {
+		for len(done) > 0 && done[0] < name {
+			done = done[1:] // finished, and gone
+		}
+		if len(done) > 0 && done[0] == name {
+			kept = append(kept, name)
+			done = done[1:]
+			continue
+		}
+		if ignored(name) || s.files[name] != nil || s.store.owns(name) {
 			continue
 		}
 		if ok, _ := path.Match(s.pattern, name); ok {
 			s.pending = append(s.pending, entry{name, e.Type()})
 		}
 	}
-	return nil
-}
-
-// pruneDone forgets finished files that are gone, so that the state stays
-// small, and returns the set of those still there.
-func (s *Source) pruneDone(entries []fs.DirEntry) map[string]bool {
-	present := make(map[string]bool, len(entries))
-	for _, e := range entries {
-		present[e.Name()] = true
-	}
-	done := make(map[string]bool, len(s.state.Done))
-	kept := s.state.Done[:0]
-	for _, n := range s.state.Done {
-		if present[n] {
-			done[n] = true
-			kept = append(kept, n)
-		}
-	}
 	s.state.Done = kept
-	return done
+	return nil
 }
 
 // skip warns, once per name, that an entry is not read.
