@@ -136,24 +136,25 @@ func notPublished(t *testing.T, zone, _, logs string) {
 	assert.Contains(t, logs, "leaving alone an entry named like a writer's hidden file")
 }
 
+// plantLink plants, as zone/inZone, a link to out/outside.
+func plantLink(outside, inZone string) func(t *testing.T, zone, out string) {
+	return func(t *testing.T, zone, out string) {
+		link(t, filepath.Join(out, outside), filepath.Join(zone, inZone))
+	}
+}
+
 // sourceAttacks are links planted where a source reads, locks and saves.
 func sourceAttacks() []attack {
 	return []attack{
 		{name: "state .tmp to a file outside",
-			plant: func(t *testing.T, zone, out string) {
-				link(t, filepath.Join(out, "victim"), filepath.Join(zone, stateTmp))
-			},
-			run: readZone("")},
+			plant: plantLink("victim", stateTmp),
+			run:   readZone("")},
 		{name: "state .tmp to a directory outside",
-			plant: func(t *testing.T, zone, out string) {
-				link(t, filepath.Join(out, "vdir"), filepath.Join(zone, stateTmp))
-			},
-			run: readZone("")},
+			plant: plantLink("vdir", stateTmp),
+			run:   readZone("")},
 		{name: "state .tmp dangling, to a new file outside",
-			plant: func(t *testing.T, zone, out string) {
-				link(t, filepath.Join(out, "created"), filepath.Join(zone, stateTmp))
-			},
-			run: readZone("")},
+			plant: plantLink("created", stateTmp),
+			run:   readZone("")},
 		{name: "state file to a file outside",
 			plant: func(t *testing.T, zone, out string) {
 				require.NoError(t, os.WriteFile(filepath.Join(out, "victim"), []byte(`{"done":["a.txt"]}`), 0o600))
@@ -167,20 +168,14 @@ func sourceAttacks() []attack {
 			},
 			run: readZone(""), wantErr: "symbolic link"},
 		{name: "state journal dangling, to a new file outside",
-			plant: func(t *testing.T, zone, out string) {
-				link(t, filepath.Join(out, "created"), filepath.Join(zone, stateJournal))
-			},
-			run: readZone(""), wantErr: "symbolic link"},
+			plant: plantLink("created", stateJournal),
+			run:   readZone(""), wantErr: "symbolic link"},
 		{name: "reader lock dangling, to a new file outside",
-			plant: func(t *testing.T, zone, out string) {
-				link(t, filepath.Join(out, "created"), filepath.Join(zone, stateLock))
-			},
-			run: readZone(""), wantErr: "symbolic link"},
+			plant: plantLink("created", stateLock),
+			run:   readZone(""), wantErr: "symbolic link"},
 		{name: "reader lock to a file outside",
-			plant: func(t *testing.T, zone, out string) {
-				link(t, filepath.Join(out, "victim"), filepath.Join(zone, stateLock))
-			},
-			run: readZone(""), wantErr: "symbolic link"},
+			plant: plantLink("victim", stateLock),
+			run:   readZone(""), wantErr: "symbolic link"},
 		{name: "state_path in a zone subdirectory that is a link to a directory outside",
 			plant: func(t *testing.T, zone, out string) { link(t, filepath.Join(out, "vdir"), filepath.Join(zone, "sub")) },
 			run:   readZone("&state_path=${zone}/sub/state.json"), wantErr: "symbolic link"},
@@ -196,19 +191,15 @@ func sourceAttacks() []attack {
 				assert.Empty(t, entries, "nothing was created through the inner link")
 			}},
 		{name: "input file to a file outside",
-			plant: func(t *testing.T, zone, out string) {
-				link(t, filepath.Join(out, "victim"), filepath.Join(zone, "b.txt"))
-			},
-			run: readZone(""),
+			plant: plantLink("victim", "b.txt"),
+			run:   readZone(""),
 			check: func(t *testing.T, zone, _, logs string) {
 				assert.Contains(t, logs, "not reading an entry that is not a regular file")
 				assert.Contains(t, logs, filepath.Join(zone, "b.txt"))
 			}},
 		{name: "input name to a directory outside",
-			plant: func(t *testing.T, zone, out string) {
-				link(t, filepath.Join(out, "vdir"), filepath.Join(zone, "b.txt"))
-			},
-			run: readZone(""),
+			plant: plantLink("vdir", "b.txt"),
+			run:   readZone(""),
 			check: func(t *testing.T, zone, _, logs string) {
 				assert.Contains(t, logs, "not reading an entry that is not a regular file")
 			}},
@@ -220,30 +211,20 @@ func sourceAttacks() []attack {
 func targetAttacks() []attack {
 	return []attack{
 		{name: "writer lock dangling, to a new file outside",
-			plant: func(t *testing.T, zone, out string) {
-				link(t, filepath.Join(out, "created"), filepath.Join(zone, dropzone.WriterLockFile))
-			},
-			run: writeZone, wantErr: "symbolic link"},
+			plant: plantLink("created", dropzone.WriterLockFile),
+			run:   writeZone, wantErr: "symbolic link"},
 		{name: "writer lock to a file outside",
-			plant: func(t *testing.T, zone, out string) {
-				link(t, filepath.Join(out, "victim"), filepath.Join(zone, dropzone.WriterLockFile))
-			},
-			run: writeZone, wantErr: "symbolic link"},
+			plant: plantLink("victim", dropzone.WriterLockFile),
+			run:   writeZone, wantErr: "symbolic link"},
 		{name: "leftover .partial to a file outside",
-			plant: func(t *testing.T, zone, out string) {
-				link(t, filepath.Join(out, "victim"), filepath.Join(zone, leftover))
-			},
-			run: writeZone, check: notPublished},
+			plant: plantLink("victim", leftover),
+			run:   writeZone, check: notPublished},
 		{name: "leftover .partial to a directory outside",
-			plant: func(t *testing.T, zone, out string) {
-				link(t, filepath.Join(out, "vdir"), filepath.Join(zone, leftover))
-			},
-			run: writeZone, check: notPublished},
+			plant: plantLink("vdir", leftover),
+			run:   writeZone, check: notPublished},
 		{name: "leftover .partial dangling",
-			plant: func(t *testing.T, zone, out string) {
-				link(t, filepath.Join(out, "created"), filepath.Join(zone, leftover))
-			},
-			run: writeZone, check: notPublished},
+			plant: plantLink("created", leftover),
+			run:   writeZone, check: notPublished},
 		{name: "leftover .cut beside its .partial, to a file outside",
 			plant: func(t *testing.T, zone, out string) {
 				write(t, zone, leftover, "a\nb\nc-torn")
