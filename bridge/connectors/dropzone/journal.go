@@ -95,6 +95,15 @@ func (st *stateFile) compact(s sourceState) error {
 	return nil
 }
 
+// flush writes s to NAME and removes the journal if saves went to the
+// journal since NAME was last written, so that NAME alone holds the state.
+func (st *stateFile) flush(s sourceState) error {
+	if st.journalSize == 0 && !st.broken {
+		return nil
+	}
+	return st.compact(s)
+}
+
 func (st *stateFile) closeJournal() {
 	if st.journal != nil {
 		st.journal.Close()

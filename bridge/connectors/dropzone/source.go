@@ -456,10 +456,8 @@ func (s *Source) Close(ctx context.Context) error {
 		s.f = nil
 	}
 	if s.store != nil {
-		if s.store.journalSize > 0 || s.store.broken { // leave the whole state in NAME
-			if err := s.store.compact(s.state); err != nil {
-				s.env.Logger.Warn("drop zone: could not write the whole state on close; the next reader replays its journal", "error", err)
-			}
+		if err := s.store.flush(s.state); err != nil {
+			s.env.Logger.Warn("drop zone: could not write the whole state on close; the next reader replays its journal", "error", err)
 		}
 		s.store.close()
 		s.store = nil
