@@ -138,8 +138,8 @@ type recovery struct {
 
 func (p *Producer) recover(ctx context.Context, prev *Holder) error {
 	r := &recovery{touched: map[string]bool{}}
-	err := walkLeaves(ctx, p.fsys, p.layout, func(dir string, names []fs.DirEntry) error {
-		return p.recoverLeaf(ctx, r, dir, names)
+	err := walkLeafDirs(ctx, p.fsys, p.layout, func(dir string) error {
+		return p.recoverLeaf(ctx, r, dir)
 	})
 	if err != nil {
 		return err
@@ -166,49 +166,71 @@ func (p *Producer) recover(ctx context.Context, prev *Holder) error {
 }
 
 // recoverLeaf removes the .tmp leftovers and orphan sidecars of one leaf
-// directory and notes its highest sequence number.
-func (p *Producer) recoverLeaf(ctx context.Context, r *recovery, dir string, names []fs.DirEntry) error {
-	payloads := map[uint64]bool{}
-	var sidecars []string
-	var seqs []uint64
-	for i, e := range names {
-		if err := cancelled(ctx, i); err != nil {
-			return err
+// directory and notes its highest sequence number. It streams the listing
+// and keeps the chunks it sees as bit sets, so that opening a flat spool
+// of millions of chunks costs little memory; orphan sidecars, rare, are
+// named by a second listing.
+func (p *Producer) recoverLeaf(ctx context.Context, r *recovery, dir string) error {
+	var payloads, sidecars SeqSet
+	var leftovers []string
+	err := listInfo(ctx, p.fsys, dir, false, func(name string, typ fs.FileMode, _ func() int64) {
+		if !typ.IsRegular() {
+			return
 		}
-		if !e.Type().IsRegular() {
-			continue
-		}
-		seq, kind, ok := p.layout.ParseLeaf(dir, e.Name())
+		seq, kind, ok := p.layout.ParseLeaf(dir, name)
 		if !ok {
-			continue
+			return
 		}
 		if !r.seen || seq >= r.next {
 			r.next, r.seen = seq+1, true
 		}
-		full := joinPath(dir, e.Name())
 		switch kind {
 		case KindPayload:
-			payloads[seq] = true
+			payloads.Add(seq)
 			if !r.payload || seq < r.floor {
 				r.floor, r.payload = seq, true
 			}
 		case KindSidecar:
-			sidecars = append(sidecars, full)
-			seqs = append(seqs, seq)
+			sidecars.Add(seq)
 		case KindPayloadTmp, KindSidecarTmp:
-			if err := removeIfExists(p.fsys, full); err != nil {
-				return p.errorf("remove leftover %s: %w", full, err)
-			}
-			r.touched[dir] = true
+			leftovers = append(leftovers, joinPath(dir, name))
 		}
+	})
+	if err != nil {
+		return err
 	}
-	for i, sc := range sidecars {
-		if !payloads[seqs[i]] {
-			if err := removeIfExists(p.fsys, sc); err != nil {
-				return p.errorf("remove orphan sidecar %s: %w", sc, err)
-			}
-			r.touched[dir] = true
+	for _, full := range leftovers {
+		if err := removeIfExists(p.fsys, full); err != nil {
+			return p.errorf("remove leftover %s: %w", full, err)
 		}
+		r.touched[dir] = true
+	}
+	if sidecars.Without(payloads) == 0 {
+		return nil
+	}
+	return p.removeOrphans(ctx, r, dir, payloads)
+}
+
+// removeOrphans removes the sidecars of dir whose payload is not in
+// payloads.
+func (p *Producer) removeOrphans(ctx context.Context, r *recovery, dir string, payloads SeqSet) error {
+	var orphans []string
+	err := listInfo(ctx, p.fsys, dir, false, func(name string, typ fs.FileMode, _ func() int64) {
+		if !typ.IsRegular() {
+			return
+		}
+		if seq, kind, ok := p.layout.ParseLeaf(dir, name); ok && kind == KindSidecar && !payloads.Has(seq) {
+			orphans = append(orphans, joinPath(dir, name))
+		}
+	})
+	if err != nil {
+		return err
+	}
+	for _, full := range orphans {
+		if err := removeIfExists(p.fsys, full); err != nil {
+			return p.errorf("remove orphan sidecar %s: %w", full, err)
+		}
+		r.touched[dir] = true
 	}
 	return nil
 }
