@@ -22,9 +22,11 @@ const (
 )
 
 // HeldIDLister is implemented by targets that can list the message ids they
-// hold (a dir-spool target). A route asks its dead-letter target once, at
-// connect, so that a message dead-lettered just before a crash is not
-// dead-lettered a second time when the source delivers it again.
+// hold (a dir-spool target). A route asks its dead-letter target once,
+// before it dead-letters its first message, so that a message
+// dead-lettered just before a crash is not dead-lettered a second time when
+// the source delivers it again. The listing reads the whole target, so a
+// route whose messages all go through never asks.
 type HeldIDLister interface {
 	HeldIDs(ctx context.Context) (map[string]bool, error)
 }
@@ -39,13 +41,13 @@ type deadLetters struct {
 	target   Target
 	output   string
 	maxTries int
-	held     map[string]bool // ids already in the dead-letter target
+	held     map[string]bool // ids in the dead-letter target; nil until the first refusal
 	attempts map[string]int  // refusals per message id, while under maxTries
 	count    int64
 }
 
 // connectDeadLetter connects the dead-letter target with connect (the
-// route's retrying connect) and learns which ids it holds.
+// route's retrying connect).
 func (r *Route) connectDeadLetter(ctx context.Context, connect func(context.Context) error) error {
 	if r.DeadLetter == nil {
 		return nil
@@ -55,14 +57,26 @@ func (r *Route) connectDeadLetter(ctx context.Context, connect func(context.Cont
 	}
 	r.dl = &deadLetters{target: r.DeadLetter, output: r.DeadLetterOutput,
 		maxTries: max(1, r.MaxDeliveries), attempts: map[string]int{}}
-	if l, ok := r.DeadLetter.(HeldIDLister); ok {
-		held, err := l.HeldIDs(ctx)
-		if err != nil {
-			return fmt.Errorf("list the messages in dead-letter target %s: %w", r.DeadLetterOutput, err)
-		}
-		r.dl.held = held
-	}
 	return nil
+}
+
+// isHeld reports whether the dead-letter target holds id, listing what it
+// holds the first time it is asked.
+func (dl *deadLetters) isHeld(ctx context.Context, id string) (bool, error) {
+	if dl.held == nil {
+		dl.held = map[string]bool{}
+		if l, ok := dl.target.(HeldIDLister); ok {
+			held, err := l.HeldIDs(ctx)
+			if err != nil {
+				dl.held = nil // ask again at the next refusal
+				return false, fmt.Errorf("list the messages in dead-letter target %s: %w", dl.output, err)
+			}
+			if held != nil {
+				dl.held = held
+			}
+		}
+	}
+	return dl.held[id], nil
 }
 
 // deliver writes batch to the target. Without a dead-letter target that is
@@ -95,8 +109,8 @@ func (r *Route) deliver(ctx context.Context, batch []*Message) error {
 // cause as a transient error, so the route retries the batch.
 func (r *Route) deadLetter(ctx context.Context, m *Message, cause error) error {
 	dl := r.dl
-	if dl.held[m.ID] {
-		return nil // dead-lettered before a crash; the source redelivered it
+	if held, err := dl.isHeld(ctx, m.ID); err != nil || held {
+		return err // held: dead-lettered before, and the source delivered it again
 	}
 	dl.attempts[m.ID]++
 	tries := dl.attempts[m.ID]
@@ -125,6 +139,7 @@ func (r *Route) deadLetter(ctx context.Context, m *Message, cause error) error {
 			m.ID, dl.output, err, r.Output, cause)
 	}
 	delete(dl.attempts, m.ID)
+	dl.held[m.ID] = true // a retry of its batch delivers it again
 	dl.count++
 	r.log().Warn("message dead-lettered", "id", m.ID, "dead_letter", dl.output, "attempts", tries, "error", cause)
 	if o, ok := r.Observer.(DeadLetterObserver); ok {

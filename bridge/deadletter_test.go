@@ -50,11 +50,14 @@ func (t *pickyTarget) WriteBatch(_ context.Context, msgs []*bridge.Message) erro
 	return nil
 }
 
-// deadTarget stores dead letters by payload.
+// deadTarget stores dead letters by payload; after, when set, runs after
+// each write.
 type deadTarget struct {
-	mu   sync.Mutex
-	msgs []*bridge.Message
-	held map[string]bool
+	mu    sync.Mutex
+	msgs  []*bridge.Message
+	held  map[string]bool
+	lists int // HeldIDs calls
+	after func()
 }
 
 func (d *deadTarget) Connect(context.Context) error      { return nil }
@@ -63,9 +66,22 @@ func (d *deadTarget) WriteBatch(_ context.Context, msgs []*bridge.Message) error
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.msgs = append(d.msgs, msgs...)
+	if d.after != nil {
+		d.after()
+	}
 	return nil
 }
-func (d *deadTarget) HeldIDs(context.Context) (map[string]bool, error) { return d.held, nil }
+
+func (d *deadTarget) HeldIDs(context.Context) (map[string]bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.lists++
+	held := map[string]bool{}
+	for id := range d.held {
+		held[id] = true
+	}
+	return held, nil
+}
 
 func feed(payloads []string) *fakeSource {
 	s := &fakeSource{}
@@ -155,6 +171,41 @@ func TestDeadLetterOncePerMessage(t *testing.T) {
 	require.NoError(t, r.Run(context.Background()))
 	require.Len(t, dead.msgs, 1)
 	assert.Equal(t, "id-004", dead.msgs[0].ID)
+}
+
+// Listing what the dead-letter target holds reads all of it (every sidecar
+// of a dir-spool): a route asks only once a message is refused, so a route
+// whose messages all go through never pays for a large dead-letter spool.
+func TestDeadLetterHeldIDsListedAtTheFirstRefusal(t *testing.T) {
+	dead := &deadTarget{}
+	r := &bridge.Route{Source: feed(rows(20)), Target: newPicky(), DeadLetter: dead, Retry: fastRetry()}
+	require.NoError(t, r.Run(context.Background()))
+	assert.Zero(t, dead.lists, "nothing refused, nothing listed")
+
+	dead = &deadTarget{}
+	r = &bridge.Route{Source: feed(rows(20, 2, 5, 17)), Target: newPicky(), DeadLetter: dead, BatchSize: 4, Retry: fastRetry()}
+	require.NoError(t, r.Run(context.Background()))
+	assert.Equal(t, 1, dead.lists, "listed once, at the first refusal")
+	assert.Len(t, dead.msgs, 3)
+}
+
+// A batch retried after one of its messages was dead-lettered (the rest
+// of it failed for a passing reason) does not dead-letter it again.
+func TestDeadLetterOnceWhenTheBatchIsRetried(t *testing.T) {
+	src, tgt, dead := feed(rows(8, 1)), newPicky(), &deadTarget{}
+	var once sync.Once
+	dead.after = func() {
+		once.Do(func() {
+			tgt.mu.Lock()
+			defer tgt.mu.Unlock()
+			tgt.transient = 1 // the batch's next write fails, once
+		})
+	}
+	r := &bridge.Route{Source: src, Target: tgt, DeadLetter: dead, BatchSize: 4, Retry: fastRetry()}
+	require.NoError(t, r.Run(context.Background()))
+	require.Len(t, dead.msgs, 1)
+	assert.Equal(t, "id-001", dead.msgs[0].ID)
+	assert.Len(t, tgt.got, 7)
 }
 
 // A config that names a dead-letter endpoint builds a route with it, and a
