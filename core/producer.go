@@ -173,14 +173,7 @@ func (p *Producer) recover(ctx context.Context, prev *Holder) error {
 func (p *Producer) recoverLeaf(ctx context.Context, r *recovery, dir string) error {
 	var payloads, sidecars SeqSet
 	var leftovers []string
-	err := listInfo(ctx, p.fsys, dir, false, func(name string, typ fs.FileMode, _ func() int64) {
-		if !typ.IsRegular() {
-			return
-		}
-		seq, kind, ok := p.layout.ParseLeaf(dir, name)
-		if !ok {
-			return
-		}
+	err := p.listChunks(ctx, dir, func(name string, seq uint64, kind ChunkKind) {
 		if !r.seen || seq >= r.next {
 			r.next, r.seen = seq+1, true
 		}
@@ -196,17 +189,11 @@ func (p *Producer) recoverLeaf(ctx context.Context, r *recovery, dir string) err
 			leftovers = append(leftovers, joinPath(dir, name))
 		}
 	})
-	if err != nil {
+	if err == nil {
+		err = p.removeAll(r, dir, leftovers, "leftover")
+	}
+	if err != nil || sidecars.Without(payloads) == 0 {
 		return err
-	}
-	for _, full := range leftovers {
-		if err := removeIfExists(p.fsys, full); err != nil {
-			return p.errorf("remove leftover %s: %w", full, err)
-		}
-		r.touched[dir] = true
-	}
-	if sidecars.Without(payloads) == 0 {
-		return nil
 	}
 	return p.removeOrphans(ctx, r, dir, payloads)
 }
@@ -215,24 +202,40 @@ func (p *Producer) recoverLeaf(ctx context.Context, r *recovery, dir string) err
 // payloads.
 func (p *Producer) removeOrphans(ctx context.Context, r *recovery, dir string, payloads SeqSet) error {
 	var orphans []string
-	err := listInfo(ctx, p.fsys, dir, false, func(name string, typ fs.FileMode, _ func() int64) {
-		if !typ.IsRegular() {
-			return
-		}
-		if seq, kind, ok := p.layout.ParseLeaf(dir, name); ok && kind == KindSidecar && !payloads.Has(seq) {
+	err := p.listChunks(ctx, dir, func(name string, seq uint64, kind ChunkKind) {
+		if kind == KindSidecar && !payloads.Has(seq) {
 			orphans = append(orphans, joinPath(dir, name))
 		}
 	})
 	if err != nil {
 		return err
 	}
-	for _, full := range orphans {
+	return p.removeAll(r, dir, orphans, "orphan sidecar")
+}
+
+// removeAll removes the files names of the leaf directory dir, what they
+// are saying what for an error.
+func (p *Producer) removeAll(r *recovery, dir string, names []string, what string) error {
+	for _, full := range names {
 		if err := removeIfExists(p.fsys, full); err != nil {
-			return p.errorf("remove orphan sidecar %s: %w", full, err)
+			return p.errorf("remove %s %s: %w", what, full, err)
 		}
 		r.touched[dir] = true
 	}
 	return nil
+}
+
+// listChunks streams the listing of the leaf directory dir, calling fn for
+// each regular file named as a chunk (payload, sidecar or their .tmp).
+func (p *Producer) listChunks(ctx context.Context, dir string, fn func(name string, seq uint64, kind ChunkKind)) error {
+	return listInfo(ctx, p.fsys, dir, false, func(name string, typ fs.FileMode, _ func() int64) {
+		if !typ.IsRegular() {
+			return
+		}
+		if seq, kind, ok := p.layout.ParseLeaf(dir, name); ok {
+			fn(name, seq, kind)
+		}
+	})
 }
 
 // syncRecovered makes the removals of recover durable.
