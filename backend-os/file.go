@@ -173,6 +173,14 @@ func (f *FS) readWholeAt(rootfd int, name string, r *core.WholeRead) (out []byte
 			return err
 		}
 		out, err = readWhole(fd, r)
+		if err == nil && r.Left > 0 && r.Keep && cap(r.Into) == 0 && cap(r.Probe) == 0 {
+			// Left unread and not probed, so still at its start: kept open
+			// for the caller (Keep).
+			kept := newFile(fd, name)
+			kept.flush, kept.size = f.flush, r.Left
+			r.Kept = kept
+			return nil
+		}
 		// Not retried on EINTR: Linux releases the descriptor even then.
 		if cerr := unix.Close(fd); err == nil {
 			err = cerr

@@ -5,6 +5,7 @@ package osfs_test
 import (
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -174,4 +175,76 @@ func (f *namesOnlyFS) ScanDir(name string, fn func(string, fs.FileMode)) error {
 func (f *namesOnlyFS) Stat(name string) (fs.FileInfo, error) {
 	f.stats++
 	return f.FS.Stat(name)
+}
+
+// A consumer that streams large payloads keeps each one open from its
+// measure (core's measureKept), at most 64 at a time: the descriptors go
+// when a delivery's payload is read, when it is acked or nacked unread, and
+// when the consumer closes with deliveries in flight.
+func TestStreamedDeliveriesKeepNoDescriptor(t *testing.T) {
+	const total, size = 100, 8192
+	dir := scratchDir(t)
+	fsys, err := osfs.New(dir, osfs.Options{})
+	require.NoError(t, err)
+	defer fsys.Close()
+	o, err := core.ParseURL("dir-spool://" + dir + "?fsync=none")
+	require.NoError(t, err)
+	p, err := core.OpenProducer(fsys, o)
+	require.NoError(t, err)
+	msgs := make([]core.Message, total)
+	for i := range msgs {
+		msgs[i] = core.Message{Payload: make([]byte, size)}
+	}
+	_, err = p.Write(context.Background(), msgs)
+	require.NoError(t, err)
+	require.NoError(t, p.Close())
+
+	ctx := context.Background()
+	before := openFDs(t)
+	c, err := core.OpenConsumer(fsys, o)
+	require.NoError(t, err)
+	c.SetStreamAbove(4096)
+	opened := openFDs(t)         // the claim's lock and the directories backend-os keeps
+	first, err := c.Read(ctx, 1) // measured by its read: the rest follow a large one
+	require.NoError(t, err)
+	require.NoError(t, c.Ack(first...))
+	var ds []*core.Delivery
+	for len(ds) < 80 {
+		more, err := c.Read(ctx, 80-len(ds))
+		require.NoError(t, err)
+		ds = append(ds, more...)
+	}
+	assert.Equal(t, opened+64, openFDs(t), "80 deliveries left on disk keep 64 payloads open")
+	_, err = ds[0].ReadInto(nil)
+	require.NoError(t, err)
+	r, err := ds[1].Open()
+	require.NoError(t, err)
+	assert.Equal(t, opened+63, openFDs(t), "ReadInto closed what it read; Open handed its file over")
+	require.NoError(t, r.Close())
+
+	// Read through the kept descriptor, a payload cut or grown in place
+	// since its measure is not its Size.
+	require.NoError(t, os.Truncate(filepath.Join(dir, ds[2].Name), size-1))
+	_, err = ds[2].ReadInto(make([]byte, 0, 2*size))
+	assert.ErrorIs(t, err, core.ErrPayloadSize, "cut")
+	f, err := os.OpenFile(filepath.Join(dir, ds[3].Name), os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.Write([]byte("more"))
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	_, err = ds[3].ReadInto(make([]byte, 0, 2*size))
+	assert.ErrorIs(t, err, core.ErrPayloadSize, "grown")
+	require.NoError(t, os.Truncate(filepath.Join(dir, ds[4].Name), 10))
+	r, err = ds[4].Open()
+	require.NoError(t, err)
+	_, err = io.Copy(io.Discard, r)
+	assert.ErrorIs(t, err, core.ErrPayloadSize, "cut, as a stream")
+	require.NoError(t, r.Close())
+	assert.Equal(t, opened+59, openFDs(t))
+
+	require.NoError(t, c.Ack(ds[:40]...))
+	require.NoError(t, c.Nack(ds[40:60]...))
+	assert.Equal(t, opened+4, openFDs(t), "settled deliveries keep nothing open; of the 20 in flight, the first 4 kept theirs")
+	require.NoError(t, c.Close())
+	assert.Equal(t, before, openFDs(t), "Close closes what deliveries in flight kept")
 }

@@ -25,6 +25,7 @@ func streamChecks() []check {
 		{"StreamedPayloadChangedOnDisk", checkStreamChangedOnDisk},
 		{"StreamedPayloadCountsInBounds", checkStreamBounds},
 		{"StreamedMixedSizes", checkStreamMixedSizes},
+		{"StreamedPayloadsKeptOpen", checkStreamKeptFiles},
 	}
 }
 
@@ -331,5 +332,81 @@ func checkMixedDelivery(t TB, d *core.Delivery, want []byte, limit int) {
 	got, err := d.ReadInto(nil)
 	if err != nil || !bytes.Equal(got, want) {
 		t.Errorf("limit %d, message %s: ReadInto gave %d bytes, %v; not the payload written", limit, d.MessageID, len(got), err)
+	}
+}
+
+// keptCount is more large payloads than a consumer keeps open in its
+// deliveries at once (64; core's measureKept).
+const keptCount = 70
+
+// checkStreamKeptFiles reads keptCount payloads left on disk in one go, each
+// after a large one, so that a backend that can keeps each one open from its
+// measure: every third is read with ReadInto, every third with Open, the
+// rest are settled unread, half of those nacked. Each read gives the payload
+// written, and so does each nacked one when it is delivered again.
+func checkStreamKeptFiles(t TB, e *env) {
+	fsys := e.newFS()
+	o := spoolOptions(t, "")
+	msgs := make([]core.Message, keptCount)
+	for i := range msgs {
+		msgs[i] = core.Message{ID: fmt.Sprint(i), Payload: MakePayload(fmt.Sprint(i), 5000+i)}
+	}
+	writeAll(t, e, fsys, o, msgs)
+	o.ExitWhenEmpty = true
+	c, err := core.OpenConsumer(fsys, o)
+	noErr(t, "OpenConsumer", err)
+	defer c.Close()
+	c.SetStreamAbove(4096)
+	var ds, acked, nacked []*core.Delivery
+	for len(ds) < keptCount {
+		ds = append(ds, readBatch(t, e, c, keptCount-len(ds), 20*time.Second)...)
+	}
+	for i, d := range ds {
+		switch {
+		case i%3 == 0:
+			checkMixedDelivery(t, d, msgs[i].Payload, keptCount) // ReadInto
+		case i%3 == 1:
+			checkOpenGives(t, d, msgs[i].Payload)
+		case i%2 == 0:
+			nacked = append(nacked, d)
+			continue
+		}
+		acked = append(acked, d)
+	}
+	noErr(t, "Nack", c.Nack(nacked...))
+	noErr(t, "Ack", c.Ack(acked...))
+	again := readBatch(t, e, c, keptCount, 20*time.Second)
+	if len(again) != len(nacked) {
+		t.Fatalf("%d nacked deliveries, %d delivered again", len(nacked), len(again))
+	}
+	for i, d := range again {
+		if d != nacked[i] || !d.Redelivered {
+			t.Fatalf("delivered again: %s (redelivered %v), want nacked %s", d.Name, d.Redelivered, nacked[i].Name)
+		}
+		checkOpenGives(t, d, msgs[slices.Index(ds, d)].Payload)
+	}
+	noErr(t, "Ack", c.Ack(again...))
+	if rest := drain(t, e, c, keptCount); len(rest) > 0 {
+		t.Errorf("%d more deliveries after every one was acked", len(rest))
+	}
+	if left := chunkFiles(tree(t, fsys)); len(left) > 0 {
+		t.Errorf("drained spool still holds %q", left)
+	}
+}
+
+// checkOpenGives checks that d's stream gives want.
+func checkOpenGives(t TB, d *core.Delivery, want []byte) {
+	t.Helper()
+	r, err := d.Open()
+	if err != nil {
+		t.Errorf("message %s: Open: %v", d.MessageID, err)
+		return
+	}
+	got, err := io.ReadAll(r)
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("message %s: Open gave %d bytes, %v; want the %d bytes written", d.MessageID, len(got), err, len(want))
 	}
 }

@@ -166,6 +166,9 @@ func (x wholeOf) ReadWholeFiles(reads []core.WholeRead) int {
 			r.Data, r.Err = nil, err
 		} else {
 			x.h.inner.(core.WholeFileReader).ReadWholeFiles(reads[i : i+1])
+			if r.Kept != nil {
+				r.Kept = &hookFile{h: x.h, f: r.Kept, name: r.Name}
+			}
 		}
 		if r.Stops() {
 			return i + 1

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,7 +30,8 @@ type Delivery struct {
 
 	sidecar string
 	dir     string
-	fsys    FS // where Open finds a payload left on disk; nil when it was read
+	fsys    FS                          // where Open finds a payload left on disk; nil when it was read
+	kept    atomic.Pointer[keptPayload] // the payload left on disk, still open from its measure (stream.go)
 }
 
 // Consumer reads chunks in lexical order. In draining mode (drain_on_read,
@@ -58,6 +60,7 @@ type Consumer struct {
 
 	payHint, sideHint int              // sizes of the last payload and sidecar read
 	streamAbove       int64            // payloads larger stay on disk (SetStreamAbove); 0: none
+	keptFiles         atomic.Int32     // payload files left on disk and kept open in deliveries (stream.go)
 	lend              func(int) []byte // lends payload buffers (LendPayloadBuffers); nil: none
 	sideBuf           []byte           // the last sidecar read: decoded, then reused
 	sideScratch       []byte           // the buffer sideInto gives readWhole for the sidecar being read
@@ -482,9 +485,10 @@ type chunkRead struct {
 	name, sidecar string
 	payload       []byte
 	size          int64
-	onDisk        bool   // the payload stays on disk (SetStreamAbove)
-	side          []byte // the sidecar's bytes
-	sideErr       error  // why there are none: fs.ErrNotExist for a chunk without a sidecar
+	onDisk        bool         // the payload stays on disk (SetStreamAbove)
+	kept          *keptPayload // onDisk, and its file kept open (measureKept)
+	side          []byte       // the sidecar's bytes
+	sideErr       error        // why there are none: fs.ErrNotExist for a chunk without a sidecar
 }
 
 // readChunk reads the payload of the chunk r names and its sidecar's bytes,
@@ -493,8 +497,7 @@ type chunkRead struct {
 func (c *Consumer) readChunk(r chunkRead, scratch []byte) (chunkRead, error) {
 	name, sidecar := r.name, r.sidecar
 	var err error
-	r.payload, r.size, r.onDisk, err = c.loadPayload(name)
-	if err != nil {
+	if err = c.loadPayload(&r); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return r, err
 		}
@@ -524,6 +527,7 @@ func (c *Consumer) deliveryOf(r chunkRead) (*Delivery, error) {
 	d := &Delivery{Name: r.name, Seq: r.seq, Payload: r.payload, Size: r.size, dir: parentDir(r.name)}
 	if r.onDisk {
 		d.fsys = c.fsys
+		d.kept.Store(r.kept)
 	}
 	if !c.layout.Sidecars() || errors.Is(r.sideErr, fs.ErrNotExist) {
 		d.sidecar = r.sidecar
@@ -544,6 +548,7 @@ func (c *Consumer) deliveryOf(r chunkRead) (*Delivery, error) {
 		c.salvageSidecar(d, r.side, err)
 		return d, nil
 	}
+	d.closeKept() // not delivered
 	return nil, c.errorf("%w", &SidecarError{Path: d.sidecar, Err: err})
 }
 
@@ -589,6 +594,7 @@ func (c *Consumer) Ack(ds ...*Delivery) error {
 			continue
 		}
 		delete(c.inflight, d.Seq)
+		d.closeKept()
 		if !c.destructive {
 			continue
 		}
@@ -643,6 +649,7 @@ func (c *Consumer) Nack(ds ...*Delivery) error {
 			continue
 		}
 		delete(c.inflight, d.Seq)
+		d.closeKept() // delivered again, it opens its payload by name
 		d.Redelivered = true
 		i, _ := slices.BinarySearchFunc(c.retry, d.Name, func(x *Delivery, n string) int { return strings.Compare(x.Name, n) })
 		c.retry = slices.Insert(c.retry, i, d)
@@ -668,6 +675,9 @@ func (c *Consumer) Close() error {
 	}
 	c.closed = true
 	c.signal()
+	for _, d := range c.inflight {
+		d.closeKept()
+	}
 	var errs []error
 	for _, w := range c.watches {
 		errs = append(errs, w.Close())

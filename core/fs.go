@@ -192,9 +192,15 @@ type WholeRead struct {
 	// read before its size is known, and left all the same when larger.
 	// An FS must honour it.
 	LeaveAbove int64
+	// Keep, with LeaveAbove and without a probe (Into and Probe empty),
+	// keeps a file left unread open: Kept is then that file, at its start,
+	// and the caller must close it. Reading it later costs no second open
+	// and no lookup of its name. An FS may ignore Keep and leave Kept nil.
+	Keep bool
 
 	Data []byte // the bytes read, sharing Into's or Lend's memory when used
 	Left int64  // the size of a file left unread (LeaveAbove); 0 when read
+	Kept File   // the file left unread, open (Keep); nil otherwise
 	Err  error
 }
 

@@ -214,9 +214,12 @@ func (c *Consumer) readAhead(out []*Delivery, limit int) []*Delivery {
 		reads = c.readChunksAhead(start, n)
 	}
 	out = slices.Grow(out, len(reads)) // once, not once per doubling
-	for _, r := range reads {
+	for i, r := range reads {
 		d, err := c.deliveryOf(r)
 		if err != nil {
+			for _, later := range reads[i+1:] {
+				later.kept.close()
+			}
 			break // read again by next, which reports it
 		}
 		c.moveCursor(d)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"sync/atomic"
 )
 
 // Payloads as streams. A consumer that calls SetStreamAbove leaves payloads
@@ -117,40 +118,104 @@ func (e *exactReader) WriteTo(w io.Writer) (int64, error) {
 // disk: their Delivery has Payload nil and Size set, and Open or ReadInto
 // reads them. 0, the default, reads every payload into Payload. Through an
 // FS that reads whole files (WholeFileReader) a payload costs no more than
-// without it: the read finds a large one large and leaves it; a payload
-// that follows a large one costs a Stat instead of that read, and each
-// payload through any other FS costs a Stat.
+// without it: the read finds a large one large and leaves it. A payload
+// that follows a large one is opened and sized instead, and a large one
+// stays open in its Delivery until the first Open or ReadInto takes the
+// file, or the delivery is settled (at most 64 files at a time; past that,
+// a Stat sizes it). Each payload through any other FS costs a Stat.
 func (c *Consumer) SetStreamAbove(n int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.streamAbove = max(n, 0)
 }
 
-// loadPayload reads a payload, or only measures it when it is large and the
-// consumer streams large payloads (onDisk). Through a WholeFileReader a
-// payload is measured (one Stat) only when the last one was large; else
-// the whole read leaves a large one unread (WholeRead.LeaveAbove), so that
-// small payloads cost nothing more than without streaming.
-func (c *Consumer) loadPayload(name string) (payload []byte, size int64, onDisk bool, err error) {
+// loadPayload reads the payload of r, or only measures it when it is large
+// and the consumer streams large payloads (onDisk). Through a
+// WholeFileReader a payload is measured only when the last one was large,
+// by opening it (measureKept), and the file is kept open for the delivery;
+// else the whole read leaves a large one unread (WholeRead.LeaveAbove), so
+// that small payloads cost nothing more than without streaming.
+func (c *Consumer) loadPayload(r *chunkRead) (err error) {
 	wr, whole := c.fsys.(WholeFileReader)
-	if c.streamAbove > 0 && (!whole || c.expectLarge()) {
-		if size, onDisk, err = c.measure(name); err != nil || onDisk {
-			return nil, size, onDisk, err
+	switch {
+	case c.streamAbove > 0 && whole && c.expectLarge() && c.keptFiles.Load() < maxKeptFiles:
+		return c.measureKept(wr, r)
+	case c.streamAbove > 0 && (!whole || c.expectLarge()):
+		if r.size, r.onDisk, err = c.measure(r.name); err != nil || r.onDisk {
+			return err
 		}
 	}
 	if whole {
-		r := c.readOne(wr, c.payloadRead(name))
-		if r.Err == nil && r.Left > 0 {
-			return nil, r.Left, true, nil
+		w := c.readOne(wr, c.payloadRead(r.name))
+		if w.Err == nil && w.Left > 0 {
+			r.size, r.onDisk = w.Left, true
+			return nil
 		}
-		payload, err = r.Data, r.Err
+		r.payload, err = w.Data, w.Err
 	} else if c.lend != nil {
-		payload, err = readLent(c.fsys, name, c.payHint, c.lend)
+		r.payload, err = readLent(c.fsys, r.name, c.payHint, c.lend)
 	} else {
-		payload, err = readFile(c.fsys, name, c.payHint)
+		r.payload, err = readFile(c.fsys, r.name, c.payHint)
 	}
-	return payload, int64(len(payload)), false, err
+	r.size = int64(len(r.payload))
+	return err
 }
+
+// maxKeptFiles bounds the payload files a consumer keeps open in its
+// deliveries (measureKept): beyond it, a payload is measured by name.
+const maxKeptFiles = 64
+
+// measureKept measures the payload of r by opening it, when the last one
+// was left on disk: a large one stays open in r.kept, so that Open and
+// ReadInto read it with no second open and no lookup of its name, the
+// cost of a Stat; a small one is read whole, without a probe.
+func (c *Consumer) measureKept(wr WholeFileReader, r *chunkRead) error {
+	w := c.readOne(wr, WholeRead{Name: r.name, Lend: c.lend, LeaveAbove: c.streamAbove, Keep: true})
+	switch {
+	case w.Err != nil:
+		return w.Err
+	case w.Left > 0:
+		r.size, r.onDisk = w.Left, true
+		if w.Kept != nil {
+			c.keptFiles.Add(1)
+			r.kept = &keptPayload{f: w.Kept, count: &c.keptFiles}
+		}
+	default:
+		r.payload, r.size = w.Data, int64(len(w.Data))
+	}
+	return nil
+}
+
+// keptPayload is the open file of a payload left on disk, kept from the
+// read that measured it (measureKept). The first Open or ReadInto of its
+// Delivery takes it; Ack, Nack and Close close it when none did.
+type keptPayload struct {
+	f     File
+	count *atomic.Int32 // the consumer's keptFiles
+}
+
+// release hands over the kept file, no longer counted; nil for none.
+func (k *keptPayload) release() File {
+	if k == nil {
+		return nil
+	}
+	k.count.Add(-1)
+	return k.f
+}
+
+// close closes the kept file, if any.
+func (k *keptPayload) close() {
+	if f := k.release(); f != nil {
+		_ = f.Close() // only read from: nothing to lose
+	}
+}
+
+// takeKept returns the delivery's kept payload file, which the caller now
+// owns, or nil when there is none (any more).
+func (d *Delivery) takeKept() File { return d.kept.Swap(nil).release() }
+
+// closeKept closes the delivery's kept payload file, if nobody took it.
+func (d *Delivery) closeKept() { d.kept.Swap(nil).close() }
 
 // measure stats a payload for a consumer that streams large ones: it
 // reports its size and whether it stays on disk. A name that is not a
@@ -196,6 +261,9 @@ func (d *Delivery) Open() (io.ReadCloser, error) {
 	if d.fsys == nil || d.Payload != nil || d.Size == 0 {
 		return io.NopCloser(bytes.NewReader(d.Payload)), nil
 	}
+	if f := d.takeKept(); f != nil {
+		return ExactReadCloser(f, d.Size, d.Name), nil
+	}
 	f, err := d.fsys.Open(d.Name)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -209,14 +277,18 @@ func (d *Delivery) Open() (io.ReadCloser, error) {
 // ReadInto reads the payload into buf, which the caller lends, growing it
 // only when it is too small, and returns buf[:Size]. It fails like Open.
 // Through an FS that reads whole files (WholeFileReader) a payload left on
-// disk costs what a raw loop's read into one buffer costs: open, read,
-// close, and the fstat that sizes a file that fills buf.
+// disk costs what a raw loop's read into one buffer costs: one read and a
+// close of the file its measure kept open, or, when none was kept, open,
+// read, close, and the fstat that sizes a file that fills buf.
 func (d *Delivery) ReadInto(buf []byte) ([]byte, error) {
 	if d.Payload != nil || d.fsys == nil || d.Size == 0 {
 		if int64(cap(buf)) < d.Size {
 			buf = make([]byte, d.Size)
 		}
 		return buf[:copy(buf[:d.Size], d.Payload)], nil
+	}
+	if f := d.takeKept(); f != nil {
+		return d.readKept(f, buf)
 	}
 	if wr, ok := d.fsys.(WholeFileReader); ok {
 		return d.readWholeInto(wr, buf)
@@ -237,6 +309,27 @@ func (d *Delivery) ReadInto(buf []byte) ([]byte, error) {
 		return nil, err // more bytes than Size: ErrPayloadSize
 	}
 	return buf, nil
+}
+
+// readKept is ReadInto from the payload's kept file (measureKept). Given
+// room for more than Size bytes, one read does: a read of a file comes
+// back with all the file has, up to the room, so a file that grew since it
+// was measured shows more.
+func (d *Delivery) readKept(f File, buf []byte) ([]byte, error) {
+	defer f.Close()
+	if int64(cap(buf)) < d.Size {
+		buf = make([]byte, d.Size)
+	}
+	n, err := io.ReadAtLeast(f, buf[:cap(buf)], int(d.Size))
+	switch {
+	case err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF):
+		return nil, fmt.Errorf("%s: %w: stated %d bytes, has %d", d.Name, ErrPayloadSize, d.Size, n)
+	case err != nil:
+		return nil, fmt.Errorf("read payload %s: %w", d.Name, err)
+	case int64(n) > d.Size:
+		return nil, fmt.Errorf("%s: %w: stated %d bytes, has more", d.Name, ErrPayloadSize, d.Size)
+	}
+	return buf[:n], nil
 }
 
 // readWholeInto is ReadInto of a payload on disk through wr: buf serves as
