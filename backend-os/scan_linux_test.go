@@ -178,11 +178,11 @@ func (f *namesOnlyFS) Stat(name string) (fs.FileInfo, error) {
 }
 
 // A consumer that streams large payloads keeps each one open from its
-// measure (core's measureKept), at most 64 at a time: the descriptors go
+// measure (core's measureKept), at most 256 at a time: the descriptors go
 // when a delivery's payload is read, when it is acked or nacked unread, and
 // when the consumer closes with deliveries in flight.
 func TestStreamedDeliveriesKeepNoDescriptor(t *testing.T) {
-	const total, size = 100, 8192
+	const total, size, kept, read = 300, 8192, 256, 280
 	dir := scratchDir(t)
 	fsys, err := osfs.New(dir, osfs.Options{})
 	require.NoError(t, err)
@@ -209,17 +209,17 @@ func TestStreamedDeliveriesKeepNoDescriptor(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, c.Ack(first...))
 	var ds []*core.Delivery
-	for len(ds) < 80 {
-		more, err := c.Read(ctx, 80-len(ds))
+	for len(ds) < read {
+		more, err := c.Read(ctx, read-len(ds))
 		require.NoError(t, err)
 		ds = append(ds, more...)
 	}
-	assert.Equal(t, opened+64, openFDs(t), "80 deliveries left on disk keep 64 payloads open")
+	assert.Equal(t, opened+kept, openFDs(t), "280 deliveries left on disk keep 256 payloads open")
 	_, err = ds[0].ReadInto(nil)
 	require.NoError(t, err)
 	r, err := ds[1].Open()
 	require.NoError(t, err)
-	assert.Equal(t, opened+63, openFDs(t), "ReadInto closed what it read; Open handed its file over")
+	assert.Equal(t, opened+kept-1, openFDs(t), "ReadInto closed what it read; Open handed its file over")
 	require.NoError(t, r.Close())
 
 	// Read through the kept descriptor, a payload cut or grown in place
@@ -240,11 +240,11 @@ func TestStreamedDeliveriesKeepNoDescriptor(t *testing.T) {
 	_, err = io.Copy(io.Discard, r)
 	assert.ErrorIs(t, err, core.ErrPayloadSize, "cut, as a stream")
 	require.NoError(t, r.Close())
-	assert.Equal(t, opened+59, openFDs(t))
+	assert.Equal(t, opened+kept-5, openFDs(t))
 
-	require.NoError(t, c.Ack(ds[:40]...))
-	require.NoError(t, c.Nack(ds[40:60]...))
-	assert.Equal(t, opened+4, openFDs(t), "settled deliveries keep nothing open; of the 20 in flight, the first 4 kept theirs")
+	require.NoError(t, c.Ack(ds[:200]...))
+	require.NoError(t, c.Nack(ds[200:240]...))
+	assert.Equal(t, opened+kept-240, openFDs(t), "settled deliveries keep nothing open; of the 40 in flight, the first 16 kept theirs")
 	require.NoError(t, c.Close())
 	assert.Equal(t, before, openFDs(t), "Close closes what deliveries in flight kept")
 }

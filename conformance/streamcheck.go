@@ -336,8 +336,8 @@ func checkMixedDelivery(t TB, d *core.Delivery, want []byte, limit int) {
 }
 
 // keptCount is more large payloads than a consumer keeps open in its
-// deliveries at once (64; core's measureKept).
-const keptCount = 70
+// deliveries at once (256; core's measureKept).
+const keptCount = 270
 
 // checkStreamKeptFiles reads keptCount payloads left on disk in one go, each
 // after a large one, so that a backend that can keeps each one open from its

@@ -121,8 +121,8 @@ func (e *exactReader) WriteTo(w io.Writer) (int64, error) {
 // without it: the read finds a large one large and leaves it. A payload
 // that follows a large one is opened and sized instead, and a large one
 // stays open in its Delivery until the first Open or ReadInto takes the
-// file, or the delivery is settled (at most 64 files at a time; past that,
-// a Stat sizes it). Each payload through any other FS costs a Stat.
+// file, or the delivery is settled (at most 256 files at a time; past
+// that, a Stat sizes it). Each payload through any other FS costs a Stat.
 func (c *Consumer) SetStreamAbove(n int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -162,8 +162,9 @@ func (c *Consumer) loadPayload(r *chunkRead) (err error) {
 }
 
 // maxKeptFiles bounds the payload files a consumer keeps open in its
-// deliveries (measureKept): beyond it, a payload is measured by name.
-const maxKeptFiles = 64
+// deliveries (measureKept): a batch of 256 large payloads, well inside the
+// descriptors a process may open. Beyond it, a payload is measured by name.
+const maxKeptFiles = 256
 
 // measureKept measures the payload of r by opening it, when the last one
 // was left on disk: a large one stays open in r.kept, so that Open and
