@@ -94,21 +94,11 @@ type plainFS struct{ core.FS }
 // sidecars, an orphan sidecar, a temporary file, foreign files, a link and
 // chunks of another extension.
 func TestStreamedScanCountsAsReadDir(t *testing.T) {
-	dir := scratchDir(t)
-	fsys, err := osfs.New(dir, osfs.Options{})
-	require.NoError(t, err)
-	defer fsys.Close()
-	o, err := core.ParseURL("dir-spool://" + dir + "?fsync=none")
-	require.NoError(t, err)
-	p, err := core.OpenProducer(fsys, o)
-	require.NoError(t, err)
 	msgs := make([]core.Message, 50)
 	for i := range msgs {
 		msgs[i] = core.Message{Payload: make([]byte, i), Metadata: map[string]string{"k": "v"}}
 	}
-	_, err = p.Write(context.Background(), msgs)
-	require.NoError(t, err)
-	require.NoError(t, p.Close())
+	dir, fsys, o := spoolHolding(t, msgs)
 	for name, data := range map[string]string{
 		"000000100.json": `{}`, "000000060.bin.tmp": "x", "notes.bin": "x", "README": "x",
 		"000000200.dat": "x", "000000200.json": `{}`,
@@ -183,21 +173,11 @@ func (f *namesOnlyFS) Stat(name string) (fs.FileInfo, error) {
 // when the consumer closes with deliveries in flight.
 func TestStreamedDeliveriesKeepNoDescriptor(t *testing.T) {
 	const total, size, kept, read = 300, 8192, 256, 280
-	dir := scratchDir(t)
-	fsys, err := osfs.New(dir, osfs.Options{})
-	require.NoError(t, err)
-	defer fsys.Close()
-	o, err := core.ParseURL("dir-spool://" + dir + "?fsync=none")
-	require.NoError(t, err)
-	p, err := core.OpenProducer(fsys, o)
-	require.NoError(t, err)
 	msgs := make([]core.Message, total)
 	for i := range msgs {
 		msgs[i] = core.Message{Payload: make([]byte, size)}
 	}
-	_, err = p.Write(context.Background(), msgs)
-	require.NoError(t, err)
-	require.NoError(t, p.Close())
+	dir, fsys, o := spoolHolding(t, msgs)
 
 	ctx := context.Background()
 	before := openFDs(t)
@@ -247,4 +227,22 @@ func TestStreamedDeliveriesKeepNoDescriptor(t *testing.T) {
 	assert.Equal(t, opened+kept-240, openFDs(t), "settled deliveries keep nothing open; of the 40 in flight, the first 16 kept theirs")
 	require.NoError(t, c.Close())
 	assert.Equal(t, before, openFDs(t), "Close closes what deliveries in flight kept")
+}
+
+// spoolHolding returns a flat spool (fsync=none) in a scratch directory
+// that holds msgs, through backend-os, closed when the test ends.
+func spoolHolding(t *testing.T, msgs []core.Message) (string, *osfs.FS, core.Options) {
+	t.Helper()
+	dir := scratchDir(t)
+	fsys, err := osfs.New(dir, osfs.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { fsys.Close() })
+	o, err := core.ParseURL("dir-spool://" + dir + "?fsync=none")
+	require.NoError(t, err)
+	p, err := core.OpenProducer(fsys, o)
+	require.NoError(t, err)
+	_, err = p.Write(context.Background(), msgs)
+	require.NoError(t, err)
+	require.NoError(t, p.Close())
+	return dir, fsys, o
 }
