@@ -1,8 +1,10 @@
 package conformance
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -20,6 +22,7 @@ func checkBounds(t TB, e *env) {
 	boundsDropNewest(t, e)
 	boundsMaxBytes(t, e)
 	boundsSurviveRestart(t, e)
+	boundsCountedAtOpen(t, e)
 	boundsBlockWaitsForConsumer(t, e)
 	boundsBlockEndsWithContext(t, e)
 	boundsRecountOutOfOrder(t, e)
@@ -225,5 +228,32 @@ func boundsMinFree(t TB, e *env) {
 	big := []core.Message{{Payload: make([]byte, 200)}}
 	if _, err := p.Write(e.ctx, big); !errors.Is(err, core.ErrSpoolFull) || !strings.Contains(err.Error(), "min_free_bytes=900") {
 		t.Fatalf("Write past min_free_bytes = %v, want ErrSpoolFull naming it", err)
+	}
+}
+
+// boundsCountedAtOpen: a producer opened on a spool counts every committed
+// chunk with the bytes of its payload and its sidecar, flat and across
+// shard directories.
+func boundsCountedAtOpen(t TB, e *env) {
+	for _, layout := range []string{"", "shard_depth=2&shard_width=1"} {
+		fsys := e.newFS()
+		o := boundedOptions(t, layout+"&max_bytes=1000000")
+		unbounded := o
+		unbounded.Bounds = core.Bounds{}
+		msgs := make([]core.Message, 25) // sharded: three leaf directories
+		for i := range msgs {
+			msgs[i] = core.Message{ID: fmt.Sprint(i), Payload: bytes.Repeat([]byte("x"), 10*i)}
+		}
+		writeAll(t, e, fsys, unbounded, msgs)
+		var want int64
+		for _, name := range chunkFiles(tree(t, fsys)) {
+			fi, err := fsys.Stat(name)
+			noErr(t, "Stat", err)
+			want += fi.Size()
+		}
+		p := openBounded(t, fsys, o)
+		if chunks, got, ok := p.Usage(); !ok || chunks != 25 || got != want {
+			t.Errorf("layout %q: Usage = %d chunks, %d bytes, %v; want 25 chunks, %d bytes", layout, chunks, got, ok, want)
+		}
 	}
 }

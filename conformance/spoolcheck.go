@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -41,6 +42,7 @@ func spoolChecks() []check {
 		{"CorruptSidecar", checkCorruptSidecar},
 		{"SpoolBounds", checkBounds},
 		{"SpoolWalksStopOnCancel", checkWalksStopOnCancel},
+		{"MessageIDsOfCommittedChunks", checkMessageIDs},
 	}
 }
 
@@ -358,5 +360,34 @@ func checkChangingSizes(t TB, e *env) {
 		noErr(t, "OpenConsumer", err)
 		checkDeliveries(t, drain(t, e, c, limit), msgs, true)
 		noErr(t, "Consumer.Close", c.Close())
+	}
+}
+
+// checkMessageIDs: core.MessageIDs gives the id in the sidecar of every
+// committed chunk, flat and across shard directories, and none of a chunk
+// whose sidecar is gone.
+func checkMessageIDs(t TB, e *env) {
+	for _, layout := range []string{"", "shard_depth=2&shard_width=1"} {
+		fsys := e.newFS()
+		o := spoolOptions(t, layout)
+		msgs := make([]core.Message, 25) // sharded: three leaf directories
+		for i := range msgs {
+			msgs[i] = core.Message{ID: fmt.Sprintf("id-%d", i), Payload: []byte("x")}
+		}
+		writeAll(t, e, fsys, o, msgs)
+		l, err := o.Layout()
+		noErr(t, "Layout", err)
+		noErr(t, "Remove", fsys.Remove(l.Sidecar(7)))
+		got, err := core.MessageIDs(e.ctx, fsys, o)
+		noErr(t, "MessageIDs", err)
+		want := map[string]bool{}
+		for i, m := range msgs {
+			if i != 7 {
+				want[m.ID] = true
+			}
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("layout %q: MessageIDs = %v; want %v", layout, slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+		}
 	}
 }

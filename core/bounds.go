@@ -1,10 +1,12 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"time"
 
 	"github.com/mqb-project/mqb/core/option"
@@ -121,41 +123,47 @@ func (u *usage) add(seq uint64, size int64) {
 	u.bytes += size
 }
 
-// recount walks the spool and rebuilds the account: payloads and their
-// sidecars, in sequence order.
+// recount lists the spool and rebuilds the account: each payload with its
+// sidecar's size, in sequence order. Each leaf directory is streamed where
+// the FS can, so that only its chunks' numbers and sizes are held.
 func (u *usage) recount(ctx context.Context) error {
 	u.chunks, u.head, u.bytes = u.chunks[:0], 0, 0
-	sizes := map[uint64]int64{}
-	var order []uint64
-	err := walkLeaves(ctx, u.fsys, u.layout, func(dir string, entries []fs.DirEntry) error {
-		for i, e := range entries {
-			if err := cancelled(ctx, i); err != nil {
-				return err
+	var payloads, sidecars []chunkUse
+	return walkLeafDirs(ctx, u.fsys, u.layout, func(dir string) error {
+		payloads, sidecars = payloads[:0], sidecars[:0]
+		err := listInfo(ctx, u.fsys, dir, true, func(name string, typ fs.FileMode, size func() int64) {
+			seq, kind, ok := u.layout.ParseLeaf(dir, name)
+			switch {
+			case !ok || !typ.IsRegular():
+			case kind == KindPayload:
+				payloads = append(payloads, chunkUse{seq, size()})
+			case kind == KindSidecar:
+				sidecars = append(sidecars, chunkUse{seq, size()})
 			}
-			seq, kind, ok := u.layout.ParseLeaf(dir, e.Name())
-			if !ok || !e.Type().IsRegular() || (kind != KindPayload && kind != KindSidecar) {
-				continue
-			}
-			info, err := e.Info()
-			if errors.Is(err, fs.ErrNotExist) {
-				continue // consumed while we looked
-			} else if err != nil {
-				return err
-			}
-			if _, seen := sizes[seq]; !seen && kind == KindPayload {
-				order = append(order, seq)
-			}
-			sizes[seq] += info.Size()
+		})
+		if err == nil {
+			u.addLeaf(payloads, sidecars)
 		}
-		return nil
-	})
-	if err != nil {
 		return err
+	})
+}
+
+// addLeaf adds the payloads of one leaf directory in sequence order, each
+// with the size of its sidecar; a sidecar without a payload is no chunk.
+func (u *usage) addLeaf(payloads, sidecars []chunkUse) {
+	bySeq := func(a, b chunkUse) int { return cmp.Compare(a.seq, b.seq) }
+	slices.SortFunc(payloads, bySeq)
+	slices.SortFunc(sidecars, bySeq)
+	j := 0
+	for _, c := range payloads {
+		for j < len(sidecars) && sidecars[j].seq < c.seq {
+			j++
+		}
+		if j < len(sidecars) && sidecars[j].seq == c.seq {
+			c.size += sidecars[j].size
+		}
+		u.add(c.seq, c.size)
 	}
-	for _, seq := range order {
-		u.add(seq, sizes[seq])
-	}
-	return nil
 }
 
 // refresh forgets the oldest chunks that consumers have removed. It stops at

@@ -19,40 +19,6 @@ func cancelled(ctx context.Context, i int) error {
 	return ctx.Err()
 }
 
-// walkLeaves calls fn for every leaf directory of the spool (the root when it
-// is not sharded) in lexical order, with its sorted entries. Directories that
-// are not shard directories, and symbolic links, are skipped. A directory
-// that vanishes while walking (a consumer removed it) is skipped. It stops
-// with ctx's error once ctx is done; fn, given a large leaf, should check
-// too (see cancelled).
-func walkLeaves(ctx context.Context, fsys FS, l *Layout, fn func(dir string, entries []fs.DirEntry) error) error {
-	var walk func(dir string, level int) error
-	walk = func(dir string, level int) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		entries, err := fsys.ReadDir(dir)
-		if err != nil {
-			if dir != "." && errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		if level == l.Depth() {
-			return fn(dir, entries)
-		}
-		for _, e := range entries {
-			if e.IsDir() && e.Type()&fs.ModeSymlink == 0 && l.IsShardDir(e.Name()) {
-				if err := walk(joinPath(dir, e.Name()), level+1); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	return walk(".", 0)
-}
-
 // Stats summarizes the chunks in a spool.
 type Stats struct {
 	Chunks     int    // committed payloads
@@ -267,26 +233,38 @@ func MessageIDs(ctx context.Context, fsys FS, o Options) (map[string]bool, error
 	if !l.Sidecars() {
 		return ids, nil
 	}
-	err = walkLeaves(ctx, fsys, l, func(dir string, entries []fs.DirEntry) error {
-		for i, e := range entries {
-			if err := cancelled(ctx, i); err != nil {
-				return err
+	var seqs []uint64
+	err = walkLeafDirs(ctx, fsys, l, func(dir string) error {
+		seqs = seqs[:0]
+		err := listInfo(ctx, fsys, dir, false, func(name string, typ fs.FileMode, _ func() int64) {
+			if seq, kind, ok := l.ParseLeaf(dir, name); ok && kind == KindPayload && typ.IsRegular() {
+				seqs = append(seqs, seq)
 			}
-			seq, kind, ok := l.ParseLeaf(dir, e.Name())
-			if !ok || kind != KindPayload || !e.Type().IsRegular() {
-				continue
-			}
-			b, err := readAll(fsys, l.Sidecar(seq))
-			if errors.Is(err, fs.ErrNotExist) {
-				continue // consumed meanwhile, or written without a sidecar
-			} else if err != nil {
-				return err
-			}
-			if id, _, err := decodeSidecar(b, nil); err == nil && id != "" {
-				ids[id] = true
-			}
+		})
+		if err != nil {
+			return err
 		}
-		return nil
+		return addMessageIDs(ctx, fsys, l, seqs, ids)
 	})
 	return ids, err
+}
+
+// addMessageIDs adds to ids the message id in the sidecar of each chunk in
+// seqs, skipping chunks consumed meanwhile or written without a sidecar.
+func addMessageIDs(ctx context.Context, fsys FS, l *Layout, seqs []uint64, ids map[string]bool) error {
+	for i, seq := range seqs {
+		if err := cancelled(ctx, i); err != nil {
+			return err
+		}
+		b, err := readAll(fsys, l.Sidecar(seq))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		if id, _, err := decodeSidecar(b, nil); err == nil && id != "" {
+			ids[id] = true
+		}
+	}
+	return nil
 }
