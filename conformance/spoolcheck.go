@@ -42,7 +42,7 @@ func spoolChecks() []check {
 		{"CorruptSidecar", checkCorruptSidecar},
 		{"SpoolBounds", checkBounds},
 		{"SpoolWalksStopOnCancel", checkWalksStopOnCancel},
-		{"MessageIDsOfCommittedChunks", checkMessageIDs},
+		{"SpoolMessageIDs", checkMessageIDs},
 	}
 }
 
