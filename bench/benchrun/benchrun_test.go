@@ -181,14 +181,14 @@ func TestReportSummary(t *testing.T) {
 // often, since an arm can slow the one after it.
 func TestStepOrderBalancesPredecessors(t *testing.T) {
 	for n := 2; n <= 5; n++ {
-		tr := &Trial{}
+		tu := &turns{}
 		order := make([]int, n)
 		follows := map[[2]int]int{}
 		prev := -1
 		const steps = 6000
 		for range steps {
-			tr.steps++
-			tr.stepOrder(order)
+			tu.steps++
+			tu.stepOrder(order)
 			seen := make([]bool, n)
 			for _, i := range order {
 				require.False(t, seen[i], "n=%d: arm %d twice in one step %v", n, i, order)
@@ -209,6 +209,25 @@ func TestStepOrderBalancesPredecessors(t *testing.T) {
 			assert.InDelta(t, mean, float64(c), mean*0.1, "n=%d: arm %d follows arm %d %d times, mean %.0f", n, pair[1], pair[0], c, mean)
 		}
 	}
+}
+
+// TestRoundsRunOnTheTurns measures rounds of one step each, the disk
+// runs' --count 128 at batch 256: the arms' order must run on from round to
+// round (so that over the rounds each arm runs first as often), not start
+// again in every round's fresh trial, which ran the same arm first in every
+// round.
+func TestRoundsRunOnTheTurns(t *testing.T) {
+	c := Case{Op: OpProduce, Fsync: "none", BatchSize: 4, PayloadBytes: 16, Layout: LayoutFlat, Backend: "os"}
+	m := newMeasure(c)
+	firsts := map[int]int{}
+	for range 4 {
+		require.NoError(t, m.round(context.Background(), t.TempDir(), 4))
+		order := make([]int, len(m.arms))
+		(&turns{steps: m.turns.steps}).stepOrder(order) // two arms: no shuffle
+		firsts[order[0]]++
+	}
+	assert.Equal(t, 4, m.turns.steps, "one step per round, counted across the rounds")
+	assert.Equal(t, map[int]int{0: 2, 1: 2}, firsts, "each of the two arms runs first in half the rounds")
 }
 
 // TestFillInterleavesBacklogs fills three arms through fakes that log each

@@ -193,9 +193,10 @@ type measure struct {
 	total [][]time.Duration // [arm][round] time for the round's messages
 	steps [][]time.Duration // [arm] every step's duration
 	msgs  []int             // [round] messages per arm
+	turns *turns            // the arms' order, run on from round to round
 }
 
-func newMeasure(c Case) *measure { return &measure{c: c} }
+func newMeasure(c Case) *measure { return &measure{c: c, turns: &turns{}} }
 
 // results returns the result of every case measured at least once.
 func results(ms []*measure) []Result {
@@ -214,6 +215,7 @@ func (m *measure) round(ctx context.Context, dir string, count int) error {
 		return err
 	}
 	defer t.Close()
+	t.turns = m.turns
 	if m.arms == nil {
 		m.arms = t.Arms()
 		m.total = make([][]time.Duration, len(m.arms))

@@ -104,9 +104,19 @@ type Trial struct {
 	arms    []*arm
 	payload []byte
 	closed  bool
+	turns   *turns // the arms' order from step to step (stepOrder)
+	order   []int  // the arms' order in the current step
+}
+
+// turns is where a sequence of steps stands: how many have run, and the
+// random source of the orders of more than two arms. The rounds of one case
+// share one (measure.round), so that the sequence runs on from round to
+// round: with a fresh one per trial every round began with the same order,
+// and a round of one step (a disk run's --count 128 at batch 256) ran its
+// arms in that order every time.
+type turns struct {
 	steps   int
-	order   []int      // the arms' order in the current step
-	shuffle *rand.Rand // draws the orders of a trial of more than two arms
+	shuffle *rand.Rand
 }
 
 type arm struct {
@@ -135,7 +145,7 @@ func NewTrial(dir string, c Case) (t *Trial, err error) {
 	if err != nil {
 		return nil, err
 	}
-	t = &Trial{c: c, dir: work, payload: makePayload(c.PayloadBytes)}
+	t = &Trial{c: c, dir: work, payload: makePayload(c.PayloadBytes), turns: &turns{}}
 	defer func() {
 		if err != nil {
 			t.Close()
@@ -314,9 +324,9 @@ func (t *Trial) Step(n int, out []time.Duration) ([]time.Duration, error) {
 		out = make([]time.Duration, len(t.arms))
 	}
 	out = out[:len(t.arms)]
-	t.steps++
+	t.turns.steps++
 	t.order = slices.Grow(t.order[:0], len(t.arms))[:len(t.arms)]
-	t.stepOrder(t.order)
+	t.turns.stepOrder(t.order)
 	for _, i := range t.order {
 		a := t.arms[i]
 		if a.step == nil {
@@ -345,7 +355,7 @@ func (t *Trial) Step(n int, out []time.Duration) ([]time.Duration, error) {
 // spool ran a quarter slower than its twin at 1 MiB), so each step runs
 // them in an order drawn at random, from a fixed seed so that a run can be
 // repeated.
-func (t *Trial) stepOrder(order []int) {
+func (t *turns) stepOrder(order []int) {
 	n := len(order)
 	for k := range order {
 		order[k] = (k + t.steps) % n
