@@ -42,6 +42,10 @@ func TestRunReportIsWellFormed(t *testing.T) {
 		assert.GreaterOrEqual(t, r.P99BatchMs, r.P50BatchMs, "%s %s: p99 under p50", r.Op, r.Name)
 		assert.Equal(t, 2, r.Rounds, r.Name)
 		assert.Len(t, r.RoundsMsgsPerSec, 2, r.Name)
+		if assert.Len(t, r.RoundsRatioToRaw, 2, r.Name) {
+			mid := (r.RoundsRatioToRaw[0] + r.RoundsRatioToRaw[1]) / 2
+			assert.InDelta(t, mid, r.RatioToRaw, 1e-9, "%s: x raw is the median of the rounds' ratios", r.Name)
+		}
 		assert.Equal(t, 50, r.Count, r.Name)
 		if r.Op == OpProduce && r.Fsync == "batch" {
 			assert.Len(t, r.RawStrategies, 3, r.Name)
@@ -168,7 +172,19 @@ func TestReportSummary(t *testing.T) {
 	}}
 	var buf bytes.Buffer
 	rep.writeSummary(&buf)
-	assert.Equal(t, "\n3 of 4 cells at 0.90 x raw or above; median 0.93; lowest 0.81 (consume fsync=chunk/batch=256)\n", buf.String())
+	assert.Equal(t, "\n3 of 4 cells at 0.90 x raw or above; median 0.93; lowest 0.81 (consume fsync=chunk/batch=256)\n", buf.String(),
+		"a cell under 0.90 without its rounds' ratios: nothing said of them")
+
+	// With the rounds' ratios: a cell under 0.90 in every round, and one
+	// whose median is under it but not every round.
+	rep.Results[1].RoundsRatioToRaw = []float64{0.80, 0.81, 0.83}
+	rep.Results = append(rep.Results, Result{Op: OpConsume, Name: "fsync=batch/batch=1", RatioToRaw: 0.88, RoundsRatioToRaw: []float64{0.91, 0.88, 0.85}})
+	buf.Reset()
+	rep.writeSummary(&buf)
+	assert.Equal(t, "\n3 of 5 cells at 0.90 x raw or above; median 0.90; lowest 0.81 (consume fsync=chunk/batch=256)\n"+
+		"of the 2 under 0.90: 1 under it in every round, 1 at or above it in some round (within this run's noise)\n", buf.String())
+	assert.Equal(t, "0.85-0.91", ratioRange(rep.Results[4]))
+	assert.Empty(t, ratioRange(rep.Results[0]), "no rounds' ratios, no range")
 
 	buf.Reset()
 	(&Report{Results: rep.Results[:1]}).writeSummary(&buf)

@@ -63,6 +63,10 @@ type Result struct {
 	// raw baseline's msgs/s in the same round: 1 means as fast as bare
 	// system calls.
 	RatioToRaw float64 `json:"ratio_to_raw"`
+	// RoundsRatioToRaw holds the spool's ratio to RawArm in each round,
+	// whose median is RatioToRaw. How far they spread is the run's noise
+	// for the cell. Reports from before the field have none.
+	RoundsRatioToRaw []float64 `json:"rounds_ratio_to_raw,omitempty"`
 
 	RoundsMsgsPerSec []float64 `json:"rounds_msgs_per_sec"`
 }
@@ -90,7 +94,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	r.writeRawStrategies(w)
 	r.writeSummary(w)
-	if _, err := fmt.Fprintln(w, "\nx raw: spool msgs/s over raw-syscall msgs/s measured in the same rounds (1.00 = no overhead)."); err != nil {
+	if _, err := fmt.Fprintln(w, "\nx raw: spool msgs/s over raw-syscall msgs/s measured in the same rounds (1.00 = no overhead);\n  the median of the rounds' ratios, whose lowest and highest are the range."); err != nil {
 		return err
 	}
 	if vary["read"] {
@@ -113,7 +117,7 @@ func (r *Report) writeTable(w io.Writer, vary map[string]bool) error {
 			head = append(head, k)
 		}
 	}
-	head = append(head, "msgs/s", "MB/s", "p50 batch", "p99 batch", "raw msgs/s", "x raw", "raw")
+	head = append(head, "msgs/s", "MB/s", "p50 batch", "p99 batch", "raw msgs/s", "x raw", "range", "raw")
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, x := range r.Results {
 		row := []string{x.Op, x.Fsync, fmt.Sprint(x.BatchSize), FormatSize(int64(x.PayloadBytes))}
@@ -131,7 +135,7 @@ func (r *Report) writeTable(w io.Writer, vary map[string]bool) error {
 		}
 		row = append(row, fmtRate(x.MsgsPerSec), fmt.Sprintf("%.1f", x.MBPerSec),
 			fmtMs(x.P50BatchMs), fmtMs(x.P99BatchMs), fmtRate(x.RawMsgsPerSec),
-			fmt.Sprintf("%.2f", x.RatioToRaw), strings.TrimPrefix(strings.TrimPrefix(x.RawArm, RawArmPrefix), "/"))
+			fmt.Sprintf("%.2f", x.RatioToRaw), ratioRange(x), strings.TrimPrefix(strings.TrimPrefix(x.RawArm, RawArmPrefix), "/"))
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	return tw.Flush()
@@ -165,6 +169,39 @@ func (r *Report) writeSummary(w io.Writer) {
 	lx := r.Results[low]
 	fmt.Fprintf(w, "\n%d of %d cells at %.2f x raw or above; median %.2f; lowest %.2f (%s %s)\n",
 		reached, len(ratios), summaryAt, median, lx.RatioToRaw, lx.Op, lx.Name)
+	if under := len(ratios) - reached; under > 0 {
+		if always, ok := r.underEveryRound(); ok {
+			fmt.Fprintf(w, "of the %d under %.2f: %d under it in every round, %d at or above it in some round (within this run's noise)\n",
+				under, summaryAt, always, under-always)
+		}
+	}
+}
+
+// underEveryRound counts the cells under summaryAt whose every round was
+// under it too; ok is false when a cell under it has no rounds' ratios (a
+// report from before them, or of one round).
+func (r *Report) underEveryRound() (n int, ok bool) {
+	for _, x := range r.Results {
+		if x.RatioToRaw >= summaryAt {
+			continue
+		}
+		if len(x.RoundsRatioToRaw) < 2 {
+			return 0, false
+		}
+		if slices.Max(x.RoundsRatioToRaw) < summaryAt {
+			n++
+		}
+	}
+	return n, true
+}
+
+// ratioRange is the lowest and highest of cell x's rounds' ratios to raw,
+// as "0.81-0.93"; "" for fewer than two rounds.
+func ratioRange(x Result) string {
+	if len(x.RoundsRatioToRaw) < 2 {
+		return ""
+	}
+	return fmt.Sprintf("%.2f-%.2f", slices.Min(x.RoundsRatioToRaw), slices.Max(x.RoundsRatioToRaw))
 }
 
 // writeRawStrategies lists each raw strategy's msgs/s, and the spool's

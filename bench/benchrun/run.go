@@ -289,6 +289,7 @@ func (m *measure) result() Result {
 	res.RawP50BatchMs = msOf(percentile(m.steps[best], 50))
 	res.RawP99BatchMs = msOf(percentile(m.steps[best], 99))
 	res.RatioToRaw = res.RawRatios[res.RawArm]
+	res.RoundsRatioToRaw = roundRatios(sr, m.rates(best))
 	if len(res.RawStrategies) == 1 {
 		res.RawStrategies, res.RawRatios = nil, nil
 	}
@@ -299,11 +300,16 @@ func (m *measure) result() Result {
 // round's rates divided before the median, so that a round in which the
 // machine was slow for both arms counts as any other.
 func pairedRatio(spool, raw []float64) float64 {
+	return median(roundRatios(spool, raw))
+}
+
+// roundRatios returns spool[r] / raw[r] for each round r.
+func roundRatios(spool, raw []float64) []float64 {
 	ratios := make([]float64, len(spool))
 	for r := range spool {
 		ratios[r] = spool[r] / raw[r]
 	}
-	return median(ratios)
+	return ratios
 }
 
 func msOf(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
