@@ -36,6 +36,31 @@ type BodyStreamer interface {
 	StreamsBodies() bool
 }
 
+// PayloadForgetter is implemented by a target, or a processor, that holds
+// no reference to a message's Payload once its call has returned, whatever
+// it returned: it copies the bytes where they go (a file, a spool) before
+// it returns. A client library that may resend a payload later from its
+// own queue (MQTT's, NATS's) does not forget it.
+type PayloadForgetter interface {
+	ForgetsPayloads() bool
+}
+
+// PayloadLender is implemented by a source that can read payloads into
+// buffers it takes back, for the payloads of later batches, once a batch
+// is acknowledged (a dir-spool). The route calls LendPayloads before
+// Connect, and only when whatever a payload passes through forgets it
+// (lendable): a buffer taken back while a target still held it would
+// change a payload already written.
+type PayloadLender interface {
+	LendPayloads()
+}
+
+// forgets reports whether x is a PayloadForgetter that forgets payloads.
+func forgets(x any) bool {
+	f, ok := x.(PayloadForgetter)
+	return ok && f.ForgetsPayloads()
+}
+
 // streams reports whether t reads message bodies itself.
 func streams(t Target) bool {
 	s, ok := t.(BodyStreamer)

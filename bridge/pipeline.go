@@ -125,6 +125,11 @@ func NewJQ(program string) (*JQ, error) {
 
 func (j *JQ) String() string { return fmt.Sprintf("jq %q", j.src) }
 
+// ForgetsPayloads says that JQ keeps nothing of a payload: it decodes it
+// into values of their own and encodes the results anew
+// (PayloadForgetter).
+func (j *JQ) ForgetsPayloads() bool { return true }
+
 // Process implements Processor.
 func (j *JQ) Process(m *Message) ([]*Message, error) {
 	vals, err := j.run(m)
@@ -184,6 +189,9 @@ func NewFilter(condition string) (*Filter, error) {
 
 func (f *Filter) String() string { return fmt.Sprintf("filter %q", f.jq.src) }
 
+// ForgetsPayloads says that Filter keeps no payload (PayloadForgetter).
+func (f *Filter) ForgetsPayloads() bool { return true }
+
 // Process implements Processor.
 func (f *Filter) Process(m *Message) ([]*Message, error) {
 	vals, err := f.jq.run(m)
@@ -203,6 +211,9 @@ type Metadata struct {
 }
 
 func (md *Metadata) String() string { return "metadata" }
+
+// ForgetsPayloads says that Metadata keeps no payload (PayloadForgetter).
+func (md *Metadata) ForgetsPayloads() bool { return true }
 
 // Process implements Processor.
 func (md *Metadata) Process(m *Message) ([]*Message, error) {

@@ -247,6 +247,26 @@ func (r *Route) configureEnds(retry RetryPolicy) {
 			u.SetRetry(retry)
 		}
 	}
+	if l, ok := r.Source.(PayloadLender); ok && r.lendable() {
+		l.LendPayloads()
+	}
+}
+
+// lendable reports whether the source may reuse a payload's buffer once
+// its batch is acknowledged: the target, the dead-letter target and every
+// processor forget payloads (PayloadForgetter).
+func (r *Route) lendable() bool {
+	if !forgets(r.Target) || (r.DeadLetter != nil && !forgets(r.DeadLetter)) {
+		return false
+	}
+	if r.Pipeline != nil {
+		for _, p := range r.Pipeline.Processors {
+			if !forgets(p) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (r *Route) batchSize() int {

@@ -127,6 +127,7 @@ type Source struct {
 	fsys    core.FS
 	release func() error
 	c       *core.Consumer
+	lent    *core.BufferPool // lends payload buffers (LendPayloads); nil: a new one per payload
 
 	mu    sync.Mutex
 	msgs  map[*core.Delivery]*bridge.Message // unsettled, so a redelivery is the same message
@@ -148,10 +149,23 @@ var (
 	_ bridge.Progresser      = (*Source)(nil)
 	_ bridge.BacklogReporter = (*Source)(nil)
 	_ bridge.SpoolStatter    = (*Source)(nil)
+	_ bridge.PayloadLender   = (*Source)(nil)
 )
 
 // SetDrain makes the consumer end once the spool is empty (ExitWhenEmpty).
 func (s *Source) SetDrain(drain bool) { s.opts.ExitWhenEmpty = drain }
+
+// lentKeep bounds the idle payload buffers a lending source keeps: a
+// batch of 256 payloads of 64 KiB (bridge.StreamAbove), the largest read
+// into memory.
+const lentKeep = 256 * bridge.StreamAbove
+
+// LendPayloads makes the source read payloads into buffers it takes back
+// once their batch is acknowledged, for the payloads of later batches,
+// rather than into new memory each: a drain then allocates, zeroes and
+// collects almost nothing (bridge.PayloadLender). The route calls it
+// before Connect when nothing keeps a payload past its write.
+func (s *Source) LendPayloads() { s.lent = core.NewBufferPool(lentKeep) }
 
 // Connect opens the spool and takes the CONSUMER claim (when draining and
 // claims are on). A spool directory that does not exist yet is waited for,
@@ -186,6 +200,9 @@ func (s *Source) Connect(ctx context.Context) error {
 	}
 	s.c.SetLogger(s.env.Logger)
 	s.c.SetStreamAbove(bridge.StreamAbove)
+	if s.lent != nil {
+		s.c.LendPayloadBuffers(s.lent.Get)
+	}
 	if s.opts.ExitWhenEmpty {
 		s.countBacklog()
 	} else {
@@ -265,6 +282,11 @@ func (s *Source) ReadBatch(ctx context.Context, limit int) ([]*bridge.Message, b
 		}
 		s.acked += int64(len(ds))
 		s.mu.Unlock()
+		if aerr == nil && s.lent != nil {
+			for _, d := range ds {
+				s.lent.Put(d.Payload) // nil for a streamed one: ignored
+			}
+		}
 		return aerr
 	}, nil
 }
@@ -492,6 +514,10 @@ func (t *Target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 // spool itself (see bridge.BodyStreamer), file to file in the kernel when
 // both ends are backend-os on Linux.
 func (t *Target) StreamsBodies() bool { return true }
+
+// ForgetsPayloads says that WriteBatch has written every payload to its
+// file when it returns, and keeps none (bridge.PayloadForgetter).
+func (t *Target) ForgetsPayloads() bool { return true }
 
 // Close writes DONE as emit_done says (status failure when cause is not
 // nil) and releases the PRODUCER claim.

@@ -294,6 +294,12 @@ func (t *Target) write(f core.File, msgs []*bridge.Message) (int64, func(), erro
 // Body itself (see bridge.BodyStreamer).
 func (t *Target) StreamsBodies() bool { return t.format == records.Raw }
 
+// ForgetsPayloads says that WriteBatch has copied every payload to the
+// file, or into the encoder's output, when it returns (the encoder keeps
+// only a csv header of its own strings), and keeps none
+// (bridge.PayloadForgetter).
+func (t *Target) ForgetsPayloads() bool { return true }
+
 // cutOpen replaces the open file, which may hold bytes past its committed
 // length, by a copy of its committed content, and appends to that from
 // then on. A failure that leaves the file as it was can be retried; one

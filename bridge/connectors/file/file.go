@@ -378,6 +378,11 @@ func (t *target) commit(n int64) error {
 // Body itself (see bridge.BodyStreamer).
 func (t *target) StreamsBodies() bool { return t.format == records.Raw }
 
+// ForgetsPayloads says that WriteBatch has written every payload to the
+// file, or into the encoder's output, when it returns, and keeps none
+// (bridge.PayloadForgetter).
+func (t *target) ForgetsPayloads() bool { return true }
+
 func (t *target) Close(ctx context.Context, cause error) error {
 	if t.f == nil {
 		return nil

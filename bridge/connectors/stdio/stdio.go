@@ -201,6 +201,11 @@ type target struct {
 // Body itself (see bridge.BodyStreamer).
 func (t *target) StreamsBodies() bool { return t.raw }
 
+// ForgetsPayloads says that WriteBatch has written every payload out
+// (io.Writer must not keep what it is given) when it returns, and keeps
+// none (bridge.PayloadForgetter).
+func (t *target) ForgetsPayloads() bool { return true }
+
 var _ bridge.Target = (*target)(nil)
 
 func (t *target) Connect(ctx context.Context) error {
