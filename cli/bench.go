@@ -45,9 +45,12 @@ machine. It works in a fresh subdirectory of --dir and removes it.
 
 Columns: msgs/s and MB/s (payload) are medians over --rounds; p50/p99 are
 per-batch latencies (one Producer.Write, or one Read plus Ack); "x raw" is
-spool msgs/s over raw msgs/s. For fsync=batch the raw baseline is the fastest
-of three strategies: an fsync per file, all fsyncs issued at once, and one
-syncfs per batch.
+spool msgs/s over raw msgs/s, the median of the rounds' own ratios, whose
+lowest and highest the "range" column gives. Under the table, the cells
+under 0.90 are split into those under it in every round and those with a
+round at or above it (within the run's noise). For fsync=batch the raw
+baseline is the fastest of three strategies: an fsync per file, all fsyncs
+issued at once, and one syncfs per batch.
 
 Consume cells say in their "read" column (and read= in their name) which API
 they measured: --read lent (the default) reads each payload into a buffer
