@@ -2,9 +2,11 @@
 // the spool's cost can be read against the raw-syscall loop that ran in
 // the same process and the same rounds. It reads the text of `perf script`
 // (samples with call chains) and prints, for the raw arm and the spool
-// arm, how many samples fell in the kernel and in user code, then the
-// places where the two arms differ most: kernel samples by the system call
-// they served, user samples by function.
+// arm, how many samples fell in the kernel and in user code, and of the
+// user samples how many were in the code that enters and leaves the kernel
+// and how many in the arm's own Go code; then the places where the two arms
+// differ most: kernel samples by the system call they served, user samples
+// by function.
 //
 //	perf record -e cpu-clock -g -o perf.data -- mqb bench --dir /dev/shm --op consume --size 1KiB --rounds 25
 //	perf script -i perf.data | go run ./bench/armprofile

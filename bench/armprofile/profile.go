@@ -73,11 +73,34 @@ func placeOf(stack []frame) string {
 	return place
 }
 
-// armCounts are one arm's samples.
-type armCounts struct {
-	total, kernel int
-	at            map[string]int // by placeOf
+// syscallGlue are the prefixes of the user functions that enter and leave
+// the kernel: a user sample whose leaf is one of them is the cost of making
+// a system call, not of the arm's own code. A sample taken just as a call
+// returns lands there too.
+var syscallGlue = []string{
+	"syscall.", "internal/runtime/syscall/", "golang.org/x/sys/unix.",
+	"runtime.entersyscall", "runtime.exitsyscall", "runtime.reentersyscall",
 }
+
+// isSyscallGlue reports whether fn enters or leaves the kernel (syscallGlue).
+func isSyscallGlue(fn string) bool {
+	for _, prefix := range syscallGlue {
+		if strings.HasPrefix(fn, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// armCounts are one arm's samples: in the kernel, in user code that makes
+// system calls (isSyscallGlue), and the rest, the arm's own Go code.
+type armCounts struct {
+	total, kernel, glue int
+	at                  map[string]int // by placeOf
+}
+
+// code returns the samples in the arm's own Go code.
+func (a *armCounts) code() int { return a.total - a.kernel - a.glue }
 
 type profile struct {
 	op    string // "consume" or "produce": whose samples count
@@ -103,8 +126,11 @@ func (p *profile) add(stack []frame) {
 		return
 	}
 	a.total++
-	if stack[0].kernel {
+	switch {
+	case stack[0].kernel:
 		a.kernel++
+	case isSyscallGlue(stack[0].fn):
+		a.glue++
 	}
 	a.at[placeOf(stack)]++
 }
@@ -136,25 +162,31 @@ func (p *profile) diffs() []diff {
 
 func (p *profile) write(w io.Writer, top int) {
 	raw, spool := p.arm["raw"], p.arm["spool"]
-	fmt.Fprintf(w, "%-6s %8s %8s %8s\n", "arm", "samples", "kernel", "user")
+	fmt.Fprintf(w, "%-6s %8s %8s %8s %8s %8s\n", "arm", "samples", "kernel", "user", "syscall", "go code")
 	for _, name := range []string{"raw", "spool"} {
 		a := p.arm[name]
-		fmt.Fprintf(w, "%-6s %8d %8d %8d\n", name, a.total, a.kernel, a.total-a.kernel)
+		fmt.Fprintf(w, "%-6s %8d %8d %8d %8d %8d\n", name, a.total, a.kernel, a.total-a.kernel, a.glue, a.code())
 	}
+	fmt.Fprintln(w, "(user = syscall + go code: syscall is user code entering and leaving the kernel)")
 	fmt.Fprintf(w, "(%d samples in neither arm)\n", p.other)
 	if raw.total == 0 || spool.total == 0 {
 		fmt.Fprintln(w, "no samples of one arm: was the profile taken of mqb bench, with call chains (perf record -g)?")
 		return
 	}
-	fmt.Fprintf(w, "spool over raw: %.3f\n\n", float64(spool.total)/float64(raw.total))
+	fmt.Fprintf(w, "spool over raw: %.3f\n", float64(spool.total)/float64(raw.total))
+	fmt.Fprintf(w, "spool minus raw, in %% of raw: kernel %+.1f%%, syscall %+.1f%%, go code %+.1f%%\n\n",
+		pctOf(spool.kernel-raw.kernel, raw.total), pctOf(spool.glue-raw.glue, raw.total), pctOf(spool.code()-raw.code(), raw.total))
 	fmt.Fprintf(w, "%8s %8s %8s %9s  %s\n", "raw", "spool", "spool-raw", "% of raw", "where")
 	for i, d := range p.diffs() {
 		if i == top {
 			break
 		}
 		fmt.Fprintf(w, "%8d %8d %+8d %+8.1f%%  %s\n", d.raw, d.spool, d.spool-d.raw,
-			100*float64(d.spool-d.raw)/float64(raw.total), d.place)
+			pctOf(d.spool-d.raw, raw.total), d.place)
 	}
 }
 
 func abs(n int) int { return max(n, -n) }
+
+// pctOf returns n in percent of total.
+func pctOf(n, total int) float64 { return 100 * float64(n) / float64(total) }

@@ -5,11 +5,11 @@ import (
 	"testing"
 )
 
-// script is perf script's text for six samples: two of the raw consumer
-// (a read in the kernel, then user code), three of the spool's consumer (an
-// fstat, user code, and a read of --read stream's Delivery.ReadInto, below
-// the bench's spoolConsumer but not core's Consumer), one of the fill's
-// producer.
+// script is perf script's text for seven samples: two of the raw consumer
+// (a read in the kernel, then user code), four of the spool's consumer (an
+// fstat, user code, a read of --read stream's Delivery.ReadInto, below
+// the bench's spoolConsumer but not core's Consumer, and the return from a
+// system call in user code), one of the fill's producer.
 const script = `mqb 100 1.000: 250000 cpu-clock:
 	ffffffff8130a1b1 ksys_read+0x51 ([kernel.kallsyms])
 	ffffffff8130a2c2 __x64_sys_read+0x12 ([kernel.kallsyms])
@@ -38,6 +38,11 @@ mqb 100 1.005: 250000 cpu-clock:
 	          4a1b2c syscall.Syscall+0x4b (/work/mqb)
 	          7c1e00 github.com/mqb-project/mqb/core.(*Delivery).ReadInto+0x80 (/work/mqb)
 	          6b1d00 github.com/mqb-project/mqb/bench/benchrun.(*spoolConsumer).readEach+0x40 (/work/mqb)
+
+mqb 100 1.006: 250000 cpu-clock:
+	          4a0f00 internal/runtime/syscall/linux.Syscall6+0x30 (/work/mqb)
+	          4a1b2c syscall.Syscall+0x4b (/work/mqb)
+	          7c1f00 github.com/mqb-project/mqb/core.(*Consumer).Ack+0x120 (/work/mqb)
 `
 
 func TestReadProfile(t *testing.T) {
@@ -46,14 +51,18 @@ func TestReadProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw, spool := p.arm["raw"], p.arm["spool"]
-	if raw.total != 2 || raw.kernel != 1 || spool.total != 3 || spool.kernel != 2 || p.other != 1 {
+	if raw.total != 2 || raw.kernel != 1 || raw.glue != 0 || spool.total != 4 || spool.kernel != 2 || spool.glue != 1 || p.other != 1 {
 		t.Fatalf("raw %+v, spool %+v, other %d", raw, spool, p.other)
+	}
+	if raw.code() != 1 || spool.code() != 1 {
+		t.Fatalf("go code: raw %d, spool %d, want 1 and 1", raw.code(), spool.code())
 	}
 	want := map[string]diff{
 		"kernel, __x64_sys_read":    {raw: 1, spool: 1},
 		"kernel, __do_sys_newfstat": {spool: 1},
 		"github.com/mqb-project/mqb/bench/benchrun.(*rawConsumer).consume": {raw: 1},
 		"github.com/mqb-project/mqb/core.(*sidecarScanner).str":            {spool: 1},
+		"internal/runtime/syscall/linux.Syscall6":                          {spool: 1},
 	}
 	got := p.diffs()
 	if len(got) != len(want) {
@@ -70,8 +79,24 @@ func TestReadProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.arm["spool"].total != 1 || p.arm["raw"].total != 0 || p.other != 5 {
+	if p.arm["spool"].total != 1 || p.arm["raw"].total != 0 || p.other != 6 {
 		t.Fatalf("produce: spool %+v raw %+v other %d", p.arm["spool"], p.arm["raw"], p.other)
+	}
+}
+
+func TestIsSyscallGlue(t *testing.T) {
+	for fn, want := range map[string]bool{
+		"internal/runtime/syscall/linux.Syscall6":             true,
+		"syscall.RawSyscall6":                                 true,
+		"golang.org/x/sys/unix.Fstat":                         true,
+		"runtime.exitsyscall":                                 true,
+		"runtime.mallocgc":                                    false,
+		"github.com/mqb-project/mqb/backend-os.sysUnlinkat":   false,
+		"github.com/mqb-project/mqb/core.(*Consumer).measure": false,
+	} {
+		if got := isSyscallGlue(fn); got != want {
+			t.Errorf("isSyscallGlue(%q) = %v, want %v", fn, got, want)
+		}
 	}
 }
 
