@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -284,6 +285,40 @@ func TestColumnMode(t *testing.T) {
 		assert.Contains(t, err.Error(), "integer")
 		_ = tg.Close(context.Background(), nil)
 	})
+}
+
+// Once WriteBatch returns, the caller may reuse a payload's memory (the
+// target is a bridge.PayloadForgetter, so a dir-spool source lends it
+// buffers): what was written stays what the payload held at the call.
+func TestPayloadMemoryIsFreeOnceWriteBatchReturns(t *testing.T) {
+	admin := needServer(t)
+	table := newTable(t, admin, "n bigserial PRIMARY KEY, body bytea")
+	tg := openTarget(t, table, "&column=body")
+	require.True(t, tg.ForgetsPayloads())
+	bufs := make([][]byte, 10)
+	for i := range bufs {
+		bufs[i] = make([]byte, 32<<10)
+	}
+	var want [][]byte
+	for batch := range 5 {
+		msgs := make([]*bridge.Message, len(bufs))
+		for i, b := range bufs {
+			for j := range b {
+				b[j] = byte(batch*len(bufs) + i + j)
+			}
+			msgs[i] = &bridge.Message{Payload: b}
+			want = append(want, append([]byte(nil), b...))
+		}
+		require.NoError(t, write(t, tg, msgs...))
+	}
+	rows, err := admin.Query(context.Background(), "SELECT body FROM "+table+" ORDER BY n")
+	require.NoError(t, err)
+	got, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	require.NoError(t, err)
+	require.Len(t, got, len(want))
+	for i := range want {
+		assert.True(t, bytes.Equal(want[i], got[i]), "row %d differs from the payload written", i)
+	}
 }
 
 func TestUnknownKeys(t *testing.T) {

@@ -280,6 +280,12 @@ func (t *Target) columnNames() []string {
 	return names
 }
 
+// ForgetsPayloads says that WriteBatch keeps no payload once it returns
+// (bridge.PayloadForgetter): the statements that hold them are made for the
+// call, and pgx has sent their arguments to the server by the time the
+// transaction ends, committed or not.
+func (t *Target) ForgetsPayloads() bool { return true }
+
 // WriteBatch inserts msgs in one transaction and returns nil only once it
 // has committed.
 func (t *Target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
