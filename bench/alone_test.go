@@ -37,10 +37,12 @@ func BenchmarkSpoolAlone(b *testing.B) {
 
 // BenchmarkSpoolAloneLarge is BenchmarkSpoolAlone's drain of 64 KiB and
 // 1 MiB payloads (fsync=none, batch 256, flat), where the payload buffer
-// is most of what a delivery allocates.
+// is most of what a delivery allocates. read=stream leaves each payload on
+// disk (Consumer.SetStreamAbove) and reads it into one buffer
+// (Delivery.ReadInto), as the matrix's --read stream does.
 func BenchmarkSpoolAloneLarge(b *testing.B) {
 	for _, size := range []int{64 << 10, 1 << 20} {
-		for _, read := range []string{"bytes", "lent"} {
+		for _, read := range []string{"bytes", "lent", "stream"} {
 			name := "op=consume/fsync=none/batch=256/layout=flat/size=" + benchrun.FormatSize(int64(size)) + "/read=" + read
 			b.Run(name, func(b *testing.B) { aloneConsume(b, "flat", core.FsyncNone, 256, size, read) })
 		}
@@ -113,15 +115,23 @@ func aloneConsume(b *testing.B, layout string, fsync core.FsyncPolicy, batch, si
 	}
 	defer c.Close()
 	var pool *core.BufferPool
-	if read == "lent" {
+	if read == "lent" || read == "stream" {
 		pool = core.NewBufferPool(1 << 62)
 		c.LendPayloadBuffers(pool.Get)
+	}
+	var one []byte // read=stream: every payload left on disk is read into it
+	if read == "stream" {
+		c.SetStreamAbove(16 << 10)
+		one = make([]byte, 0, size+4096)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for done := 0; done < b.N; {
 		ds, err := c.Read(context.Background(), min(batch, b.N-done))
 		if err != nil {
+			b.Fatal(err)
+		}
+		if one, err = readLeftOnDisk(ds, one); err != nil {
 			b.Fatal(err)
 		}
 		if err := c.Ack(ds...); err != nil {
@@ -134,4 +144,20 @@ func aloneConsume(b *testing.B, layout string, fsync core.FsyncPolicy, batch, si
 		}
 		done += len(ds)
 	}
+}
+
+// readLeftOnDisk reads the payload of each delivery left on disk into one,
+// in turn, and returns one grown as needed.
+func readLeftOnDisk(ds []*core.Delivery, one []byte) ([]byte, error) {
+	for _, d := range ds {
+		if d.Payload != nil || d.Size == 0 {
+			continue
+		}
+		b, err := d.ReadInto(one)
+		if err != nil {
+			return one, err
+		}
+		one = b
+	}
+	return one, nil
 }
