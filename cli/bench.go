@@ -114,7 +114,7 @@ func (fl *benchFlags) register(cmd *cobra.Command) {
 	f.IntVar(&fl.handoffCount, "handoff-count", 200, "messages for --handoff")
 	f.BoolVar(&fl.large, "large", false, "instead: copy one large payload file -> dir-spool -> drop zone (format=raw) with the connectors, against bare file copies in the same rounds")
 	f.StringVar(&fl.largeSize, "large-size", "1GiB", "payload size for --large")
-	f.StringVar(&fl.compare, "compare", "", "also print each cell's change against an earlier run's --json report in this file (~ marks overlapping rounds: noise)")
+	f.StringVar(&fl.compare, "compare", "", "also print each cell's change against an earlier run's --json report in this file (~ marks overlapping rounds: noise), then the mean change of x raw over all cells")
 }
 
 // runBench runs the mode the flags select: --scale, --handoff or the

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -31,11 +32,56 @@ type Delta struct {
 
 // Comparison is the outcome of Compare.
 type Comparison struct {
-	Deltas []Delta `json:"deltas"`
+	Deltas  []Delta        `json:"deltas"`
+	Summary CompareSummary `json:"summary"`
 	// OnlyOld and OnlyNew name the cells ("op name") measured in one run
 	// but not the other.
 	OnlyOld []string `json:"only_old,omitempty"`
 	OnlyNew []string `json:"only_new,omitempty"`
+}
+
+// CompareSummary sums up the cells measured in both runs. One cell's
+// ratio moves by several points from run to run on a busy machine; the
+// mean change over many cells shows a shift that no single cell can.
+type CompareSummary struct {
+	Cells int `json:"cells"`
+	// MeanRatioChange is the mean of new minus old ratio to raw, and
+	// SDRatioChange the standard deviation of those changes across the
+	// cells (0 for fewer than two).
+	MeanRatioChange float64 `json:"mean_ratio_change"`
+	SDRatioChange   float64 `json:"sd_ratio_change"`
+	// Faster and Slower count the cells whose msgs/s changed beyond the
+	// rounds' scatter (Noise false); the rest are within it.
+	Faster int `json:"faster"`
+	Slower int `json:"slower"`
+}
+
+// summarize sums up deltas.
+func summarize(deltas []Delta) CompareSummary {
+	s := CompareSummary{Cells: len(deltas)}
+	if len(deltas) == 0 {
+		return s
+	}
+	for _, d := range deltas {
+		s.MeanRatioChange += d.NewRatio - d.OldRatio
+		switch {
+		case d.Noise:
+		case d.Change > 0:
+			s.Faster++
+		case d.Change < 0:
+			s.Slower++
+		}
+	}
+	s.MeanRatioChange /= float64(len(deltas))
+	if len(deltas) > 1 {
+		var sq float64
+		for _, d := range deltas {
+			dev := d.NewRatio - d.OldRatio - s.MeanRatioChange
+			sq += dev * dev
+		}
+		s.SDRatioChange = math.Sqrt(sq / float64(len(deltas)-1))
+	}
+	return s
 }
 
 // ReadReport reads a report written by Report.WriteJSON (mqb bench --json).
@@ -89,6 +135,7 @@ func Compare(old, cur *Report) Comparison {
 			c.OnlyOld = append(c.OnlyOld, k)
 		}
 	}
+	c.Summary = summarize(c.Deltas)
 	return c
 }
 
@@ -117,6 +164,11 @@ func (c Comparison) WriteText(w io.Writer) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if m := c.Summary; m.Cells > 0 {
+		fmt.Fprintf(w, "%d cells in both runs: x raw changed by %+.3f on average (standard deviation %.3f); "+
+			"msgs/s %d faster and %d slower beyond the rounds' scatter, %d within it\n",
+			m.Cells, m.MeanRatioChange, m.SDRatioChange, m.Faster, m.Slower, m.Cells-m.Faster-m.Slower)
 	}
 	for _, s := range []struct {
 		what  string

@@ -2,6 +2,7 @@ package benchrun
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 
@@ -52,6 +53,12 @@ func TestCompareMatchesCellsAndMarksNoise(t *testing.T) {
 	lines := strings.Split(buf.String(), "\n")
 	assert.Regexp(t, `^ *produce +fsync=none/\S+ +1000 +1500 +\+50\.0% +0\.80 +0\.95 *$`, lines[1])
 	assert.Regexp(t, `^ *consume +fsync=none/\S+ +2000 +2100 +\+5\.0% +~ +0\.70 +0\.72 *$`, lines[2])
+	assert.Equal(t, CompareSummary{Cells: 2, MeanRatioChange: c.Summary.MeanRatioChange,
+		SDRatioChange: c.Summary.SDRatioChange, Faster: 1}, c.Summary)
+	assert.InDelta(t, (0.15+0.02)/2, c.Summary.MeanRatioChange, 1e-9)
+	assert.InDelta(t, math.Sqrt(2*0.065*0.065), c.Summary.SDRatioChange, 1e-9)
+	assert.Contains(t, buf.String(), "2 cells in both runs: x raw changed by +0.085 on average (standard deviation 0.092); "+
+		"msgs/s 1 faster and 0 slower beyond the rounds' scatter, 1 within it")
 	assert.Contains(t, buf.String(), "only in the earlier run: produce fsync=chunk/")
 	assert.Contains(t, buf.String(), "only in this run: produce fsync=batch/")
 }
@@ -71,6 +78,16 @@ func TestCompareReadModes(t *testing.T) {
 	require.Len(t, c.Deltas, 1)
 	assert.Equal(t, name+"/read=bytes", c.Deltas[0].Name)
 	assert.Equal(t, []string{"consume " + name + "/read=lent"}, c.OnlyNew)
+}
+
+// A cell that got slower beyond the rounds' scatter counts as slower, and
+// one cell alone has no spread.
+func TestSummarize(t *testing.T) {
+	s := summarize([]Delta{{OldRatio: 0.9, NewRatio: 0.8, Change: -0.2}})
+	assert.Equal(t, 1, s.Slower)
+	assert.InDelta(t, -0.1, s.MeanRatioChange, 1e-9)
+	assert.Zero(t, s.SDRatioChange)
+	assert.Equal(t, CompareSummary{}, summarize(nil))
 }
 
 func TestOverlap(t *testing.T) {
