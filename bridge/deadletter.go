@@ -21,15 +21,20 @@ const (
 	MetaDeadLetterTime     = "dead_letter_time"     // when, RFC 3339 UTC
 )
 
-// HeldIDLister is implemented by targets that can list the message ids they
-// hold (a dir-spool target). A route asks its dead-letter target once,
-// before it dead-letters its first message, so that a message
-// dead-lettered just before a crash is not dead-lettered a second time when
-// the source delivers it again. The listing reads the whole target, so a
-// route whose messages all go through never asks.
+// HeldIDLister is implemented by targets that can list the message ids of
+// the newest messages they hold (a dir-spool target). A route asks its
+// dead-letter target once, before it dead-letters its first message, so
+// that a message dead-lettered just before a crash is not dead-lettered a
+// second time when the source delivers it again. A route whose messages
+// all go through never asks.
 type HeldIDLister interface {
-	HeldIDs(ctx context.Context) (map[string]bool, error)
+	// RecentIDs returns the ids of the newest n messages, oldest first.
+	RecentIDs(ctx context.Context, n int) ([]string, error)
 }
+
+// MinDeadLetterWindow is the least number of the newest dead letters whose
+// ids a route checks a refused message against (see deadLetters.window).
+const MinDeadLetterWindow = 10000
 
 // DeadLetterObserver is implemented by observers that count dead letters.
 type DeadLetterObserver interface {
@@ -41,8 +46,9 @@ type deadLetters struct {
 	target   Target
 	output   string
 	maxTries int
-	held     map[string]bool // ids in the dead-letter target; nil until the first refusal
-	attempts map[string]int  // refusals per message id, while under maxTries
+	window   int            // how many of the newest dead letters held remembers
+	held     *recentIDs     // their ids; nil until the first refusal
+	attempts map[string]int // refusals per message id, while under maxTries
 	count    int64
 }
 
@@ -56,28 +62,61 @@ func (r *Route) connectDeadLetter(ctx context.Context, connect func(context.Cont
 		return fmt.Errorf("connect dead-letter target %s: %w", r.DeadLetterOutput, err)
 	}
 	r.dl = &deadLetters{target: r.DeadLetter, output: r.DeadLetterOutput,
-		maxTries: max(1, r.MaxDeliveries), attempts: map[string]int{}}
+		maxTries: max(1, r.MaxDeliveries), attempts: map[string]int{},
+		window: max(MinDeadLetterWindow, 4*r.batchSize())}
 	return nil
 }
 
-// isHeld reports whether the dead-letter target holds id, listing what it
-// holds the first time it is asked.
+// isHeld reports whether id is among the newest dead letters, reading
+// their ids from the dead-letter target the first time it is asked. A
+// source delivers again, after a crash, the batch it had not yet seen
+// acknowledged: its dead letters are the newest there. So the route looks
+// back window dead letters, four batches at least, and its memory and its
+// first refusal cost the same whatever the dead-letter spool holds.
 func (dl *deadLetters) isHeld(ctx context.Context, id string) (bool, error) {
 	if dl.held == nil {
-		dl.held = map[string]bool{}
+		held := newRecentIDs(dl.window)
 		if l, ok := dl.target.(HeldIDLister); ok {
-			held, err := l.HeldIDs(ctx)
+			ids, err := l.RecentIDs(ctx, dl.window)
 			if err != nil {
-				dl.held = nil // ask again at the next refusal
-				return false, fmt.Errorf("list the messages in dead-letter target %s: %w", dl.output, err)
+				return false, fmt.Errorf("list the newest messages in dead-letter target %s: %w", dl.output, err)
 			}
-			if held != nil {
-				dl.held = held
+			for _, id := range ids {
+				held.add(id)
 			}
 		}
+		dl.held = held
 	}
-	return dl.held[id], nil
+	return dl.held.has(id), nil
 }
+
+// recentIDs remembers the last max ids added to it.
+type recentIDs struct {
+	ring  []string // the ids, oldest at next once the ring is full
+	next  int
+	count map[string]int // how many times each id is in ring
+}
+
+func newRecentIDs(max int) *recentIDs {
+	return &recentIDs{ring: make([]string, 0, max), count: map[string]int{}}
+}
+
+// add remembers id, forgetting the oldest id when full.
+func (r *recentIDs) add(id string) {
+	if len(r.ring) < cap(r.ring) {
+		r.ring = append(r.ring, id)
+	} else {
+		old := r.ring[r.next]
+		if r.count[old]--; r.count[old] == 0 {
+			delete(r.count, old)
+		}
+		r.ring[r.next] = id
+		r.next = (r.next + 1) % len(r.ring)
+	}
+	r.count[id]++
+}
+
+func (r *recentIDs) has(id string) bool { return r.count[id] > 0 }
 
 // deliver writes batch to the target. Without a dead-letter target that is
 // all. With one, a batch refused for what one of its messages holds (an
@@ -139,7 +178,7 @@ func (r *Route) deadLetter(ctx context.Context, m *Message, cause error) error {
 			m.ID, dl.output, err, r.Output, cause)
 	}
 	delete(dl.attempts, m.ID)
-	dl.held[m.ID] = true // a retry of its batch delivers it again
+	dl.held.add(m.ID) // a retry of its batch delivers it again
 	dl.count++
 	r.log().Warn("message dead-lettered", "id", m.ID, "dead_letter", dl.output, "attempts", tries, "error", cause)
 	if o, ok := r.Observer.(DeadLetterObserver); ok {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -55,8 +56,8 @@ func (t *pickyTarget) WriteBatch(_ context.Context, msgs []*bridge.Message) erro
 type deadTarget struct {
 	mu    sync.Mutex
 	msgs  []*bridge.Message
-	held  map[string]bool
-	lists int // HeldIDs calls
+	held  []string // ids it held before the route started, oldest first
+	lists []int    // the n of each RecentIDs call
 	after func()
 }
 
@@ -72,15 +73,11 @@ func (d *deadTarget) WriteBatch(_ context.Context, msgs []*bridge.Message) error
 	return nil
 }
 
-func (d *deadTarget) HeldIDs(context.Context) (map[string]bool, error) {
+func (d *deadTarget) RecentIDs(_ context.Context, n int) ([]string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.lists++
-	held := map[string]bool{}
-	for id := range d.held {
-		held[id] = true
-	}
-	return held, nil
+	d.lists = append(d.lists, n)
+	return slices.Clone(d.held[max(0, len(d.held)-n):]), nil
 }
 
 func feed(payloads []string) *fakeSource {
@@ -166,27 +163,51 @@ func TestTransientFailuresAreNotDeadLettered(t *testing.T) {
 // crash, never acknowledged at the source) is not written there again.
 func TestDeadLetterOncePerMessage(t *testing.T) {
 	src, tgt := feed(rows(6, 1, 4)), newPicky()
-	dead := &deadTarget{held: map[string]bool{"id-001": true}}
+	dead := &deadTarget{held: []string{"id-001"}}
 	r := &bridge.Route{Source: src, Target: tgt, DeadLetter: dead, Retry: fastRetry()}
 	require.NoError(t, r.Run(context.Background()))
 	require.Len(t, dead.msgs, 1)
 	assert.Equal(t, "id-004", dead.msgs[0].ID)
 }
 
-// Listing what the dead-letter target holds reads all of it (every sidecar
-// of a dir-spool): a route asks only once a message is refused, so a route
-// whose messages all go through never pays for a large dead-letter spool.
+// A route reads the ids the dead-letter target holds only once a message
+// is refused, so a route whose messages all go through never reads a large
+// dead-letter spool; and then the newest MinDeadLetterWindow of them, or
+// four batches when that is more.
 func TestDeadLetterHeldIDsListedAtTheFirstRefusal(t *testing.T) {
 	dead := &deadTarget{}
 	r := &bridge.Route{Source: feed(rows(20)), Target: newPicky(), DeadLetter: dead, Retry: fastRetry()}
 	require.NoError(t, r.Run(context.Background()))
-	assert.Zero(t, dead.lists, "nothing refused, nothing listed")
+	assert.Empty(t, dead.lists, "nothing refused, nothing listed")
 
-	dead = &deadTarget{}
-	r = &bridge.Route{Source: feed(rows(20, 2, 5, 17)), Target: newPicky(), DeadLetter: dead, BatchSize: 4, Retry: fastRetry()}
+	for _, tc := range []struct{ batch, window int }{{4, bridge.MinDeadLetterWindow}, {5000, 20000}} {
+		dead = &deadTarget{}
+		r = &bridge.Route{Source: feed(rows(20, 2, 5, 17)), Target: newPicky(), DeadLetter: dead, BatchSize: tc.batch, Retry: fastRetry()}
+		require.NoError(t, r.Run(context.Background()))
+		assert.Equal(t, []int{tc.window}, dead.lists, "batch %d: listed once, at the first refusal", tc.batch)
+		assert.Len(t, dead.msgs, 3)
+	}
+}
+
+// A message dead-lettered before the newest MinDeadLetterWindow dead
+// letters is past what a source delivers again after a crash: the route
+// does not look that far back, and dead-letters it again.
+func TestDeadLetterLooksBackAWindow(t *testing.T) {
+	held := []string{"id-001"}
+	for i := range bridge.MinDeadLetterWindow - 1 {
+		held = append(held, fmt.Sprintf("older-%d", i))
+	}
+	dead := &deadTarget{held: held}
+	r := &bridge.Route{Source: feed(rows(6, 1, 4)), Target: newPicky(), DeadLetter: dead, Retry: fastRetry()}
 	require.NoError(t, r.Run(context.Background()))
-	assert.Equal(t, 1, dead.lists, "listed once, at the first refusal")
-	assert.Len(t, dead.msgs, 3)
+	require.Len(t, dead.msgs, 1, "id-001 is the oldest of the window: held")
+	assert.Equal(t, "id-004", dead.msgs[0].ID)
+
+	dead = &deadTarget{held: append(slices.Clone(held), "newer")}
+	r = &bridge.Route{Source: feed(rows(6, 1, 4)), Target: newPicky(), DeadLetter: dead, Retry: fastRetry()}
+	require.NoError(t, r.Run(context.Background()))
+	require.Len(t, dead.msgs, 2, "one newer dead letter pushes id-001 out of the window")
+	assert.Equal(t, "id-001", dead.msgs[0].ID)
 }
 
 // A batch retried after one of its messages was dead-lettered (the rest

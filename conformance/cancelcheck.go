@@ -20,7 +20,7 @@ func (c cancelFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	return c.FS.ReadDir(name)
 }
 
-// checkWalksStopOnCancel: the walks over a whole spool (Scan, Count, MessageIDs,
+// checkWalksStopOnCancel: the walks over a whole spool (Scan, Count, RecentMessageIDs,
 // SurveyLayout, a producer's recovery) return the context's error when it
 // is done before they start or while they list a directory, and change
 // nothing: a route interrupted while it connects to a large spool stops at
@@ -35,9 +35,12 @@ func checkWalksStopOnCancel(t TB, e *env) {
 	noErr(t, "Producer.Close", p.Close())
 	before := tree(t, fsys)
 	walks := map[string]func(context.Context, core.FS) error{
-		"Scan":         func(ctx context.Context, f core.FS) error { _, err := core.Scan(ctx, f, o); return err },
-		"Count":        func(ctx context.Context, f core.FS) error { _, err := core.Count(ctx, f, o); return err },
-		"MessageIDs":   func(ctx context.Context, f core.FS) error { _, err := core.MessageIDs(ctx, f, o); return err },
+		"Scan":  func(ctx context.Context, f core.FS) error { _, err := core.Scan(ctx, f, o); return err },
+		"Count": func(ctx context.Context, f core.FS) error { _, err := core.Count(ctx, f, o); return err },
+		"RecentMessageIDs": func(ctx context.Context, f core.FS) error {
+			_, err := core.RecentMessageIDs(ctx, f, o, 100)
+			return err
+		},
 		"SurveyLayout": func(ctx context.Context, f core.FS) error { _, err := core.SurveyLayout(ctx, f, o); return err },
 		"OpenProducerContext": func(ctx context.Context, f core.FS) error {
 			p, err := core.OpenProducerContext(ctx, f, o)

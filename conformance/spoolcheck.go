@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -363,9 +362,10 @@ func checkChangingSizes(t TB, e *env) {
 	}
 }
 
-// checkMessageIDs: core.MessageIDs gives the id in the sidecar of every
-// committed chunk, flat and across shard directories, and none of a chunk
-// whose sidecar is gone.
+// checkMessageIDs: core.RecentMessageIDs gives, oldest first, the id in
+// the sidecar of each of the n newest committed chunks, flat and across
+// shard directories, and none of a chunk whose sidecar is gone; asked for
+// more than the spool holds, it gives every id.
 func checkMessageIDs(t TB, e *env) {
 	for _, layout := range []string{"", "shard_depth=2&shard_width=1"} {
 		fsys := e.newFS()
@@ -378,16 +378,21 @@ func checkMessageIDs(t TB, e *env) {
 		l, err := o.Layout()
 		noErr(t, "Layout", err)
 		noErr(t, "Remove", fsys.Remove(l.Sidecar(7)))
-		got, err := core.MessageIDs(e.ctx, fsys, o)
-		noErr(t, "MessageIDs", err)
-		want := map[string]bool{}
-		for i, m := range msgs {
-			if i != 7 {
-				want[m.ID] = true
+		idsFrom := func(from int) []string {
+			var ids []string
+			for i := from; i < len(msgs); i++ {
+				if i != 7 {
+					ids = append(ids, msgs[i].ID)
+				}
 			}
+			return ids
 		}
-		if !maps.Equal(got, want) {
-			t.Errorf("layout %q: MessageIDs = %v; want %v", layout, slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+		for _, tc := range []struct{ n, from int }{{100, 0}, {25, 0}, {18, 7}, {12, 13}, {1, 24}} {
+			got, err := core.RecentMessageIDs(e.ctx, fsys, o, tc.n)
+			noErr(t, "RecentMessageIDs", err)
+			if want := idsFrom(tc.from); !slices.Equal(got, want) {
+				t.Errorf("layout %q: RecentMessageIDs(%d) = %v; want %v", layout, tc.n, got, want)
+			}
 		}
 	}
 }

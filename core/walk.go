@@ -1,9 +1,11 @@
 package core
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io/fs"
+	"slices"
 )
 
 // checkEvery is how many directory entries a walk handles between two
@@ -110,10 +112,16 @@ func (st *Stats) entry(l *Layout, dir, name string, typ fs.FileMode, size func()
 }
 
 // walkLeafDirs calls fn for every leaf directory of the spool (the root
-// when it is not sharded) in lexical order. Directories that are not shard
-// directories, symbolic links, and directories that vanish while walking
-// are skipped. It stops with ctx's error once ctx is done.
+// when it is not sharded) in lexical order, which is the order of their
+// sequence numbers. Directories that are not shard directories, symbolic
+// links, and directories that vanish while walking are skipped. It stops
+// with ctx's error once ctx is done, and with fn's first error.
 func walkLeafDirs(ctx context.Context, fsys FS, l *Layout, fn func(dir string) error) error {
+	return walkLeaves(ctx, fsys, l, false, fn)
+}
+
+// walkLeaves is walkLeafDirs, newest directory first when newestFirst.
+func walkLeaves(ctx context.Context, fsys FS, l *Layout, newestFirst bool, fn func(dir string) error) error {
 	var walk func(dir string, level int) error
 	walk = func(dir string, level int) error {
 		if err := ctx.Err(); err != nil {
@@ -132,6 +140,9 @@ func walkLeafDirs(ctx context.Context, fsys FS, l *Layout, fn func(dir string) e
 				return nil
 			}
 			return err
+		}
+		if newestFirst {
+			slices.Reverse(entries)
 		}
 		for _, e := range entries {
 			if e.IsDir() && e.Type()&fs.ModeSymlink == 0 && l.IsShardDir(e.Name()) {
@@ -220,51 +231,79 @@ func isControlFile(name string) bool {
 	return false
 }
 
-// MessageIDs returns the message ids recorded in the sidecars of the
-// committed chunks of a spool (a spool without sidecars has none). A
+// RecentMessageIDs returns the message ids recorded in the sidecars of
+// the n committed chunks with the highest sequence numbers, oldest first.
+// Chunks written without a sidecar, or consumed meanwhile, give none. It
+// reads at most n sidecars and, in a sharded spool, lists the newest shard
+// directories only, so what it costs does not grow with the spool (a flat
+// spool's one directory is listed whole, keeping at most 2n numbers). A
 // dead-letter route reads them once, to dead-letter a message at most once.
 // It stops with ctx's error once ctx is done.
-func MessageIDs(ctx context.Context, fsys FS, o Options) (map[string]bool, error) {
+func RecentMessageIDs(ctx context.Context, fsys FS, o Options, n int) ([]string, error) {
 	l, err := o.Layout()
-	if err != nil {
+	if err != nil || !l.Sidecars() || n <= 0 {
 		return nil, err
 	}
-	ids := map[string]bool{}
-	if !l.Sidecars() {
-		return ids, nil
-	}
-	var seqs []uint64
-	err = walkLeafDirs(ctx, fsys, l, func(dir string) error {
-		seqs = seqs[:0]
-		err := listInfo(ctx, fsys, dir, false, func(name string, typ fs.FileMode, _ func() int64) {
-			if seq, kind, ok := l.ParseLeaf(dir, name); ok && kind == KindPayload && typ.IsRegular() {
-				seqs = append(seqs, seq)
-			}
-		})
+	var newestFirst []string
+	left := n
+	err = walkLeaves(ctx, fsys, l, true, func(dir string) error {
+		seqs, err := highestPayloadSeqs(ctx, fsys, l, dir, left)
 		if err != nil {
 			return err
 		}
-		return addMessageIDs(ctx, fsys, l, seqs, ids)
+		left -= len(seqs)
+		if newestFirst, err = appendMessageIDs(ctx, fsys, l, seqs, newestFirst); err == nil && left == 0 {
+			err = errWalkDone
+		}
+		return err
 	})
-	return ids, err
+	if errors.Is(err, errWalkDone) {
+		err = nil
+	}
+	slices.Reverse(newestFirst)
+	return newestFirst, err
 }
 
-// addMessageIDs adds to ids the message id in the sidecar of each chunk in
-// seqs, skipping chunks consumed meanwhile or written without a sidecar.
-func addMessageIDs(ctx context.Context, fsys FS, l *Layout, seqs []uint64, ids map[string]bool) error {
+// errWalkDone ends a walk that has what it came for.
+var errWalkDone = errors.New("walk done")
+
+// highestPayloadSeqs lists the leaf directory dir and returns the sequence
+// numbers of its n highest payloads, highest first, holding at most 2n
+// numbers while it lists.
+func highestPayloadSeqs(ctx context.Context, fsys FS, l *Layout, dir string, n int) ([]uint64, error) {
+	var seqs []uint64
+	keepHighest := func() {
+		slices.SortFunc(seqs, func(a, b uint64) int { return cmp.Compare(b, a) })
+		seqs = seqs[:min(n, len(seqs))]
+	}
+	err := listInfo(ctx, fsys, dir, false, func(name string, typ fs.FileMode, _ func() int64) {
+		if seq, kind, ok := l.ParseLeaf(dir, name); ok && kind == KindPayload && typ.IsRegular() {
+			if seqs = append(seqs, seq); len(seqs) >= 2*n {
+				keepHighest()
+			}
+		}
+	})
+	keepHighest()
+	return seqs, err
+}
+
+// appendMessageIDs appends to ids the message id in the sidecar of each
+// chunk in seqs, in their order, skipping chunks consumed meanwhile or
+// written without a sidecar.
+func appendMessageIDs(ctx context.Context, fsys FS, l *Layout, seqs []uint64, ids []string) ([]string, error) {
 	for i, seq := range seqs {
 		if err := cancelled(ctx, i); err != nil {
-			return err
+			return ids, err
 		}
 		b, err := readAll(fsys, l.Sidecar(seq))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		} else if err != nil {
-			return err
+			return ids, err
 		}
 		if id, _, err := decodeSidecar(b, nil); err == nil && id != "" {
-			ids[id] = true
+			ids = append(ids, id)
 		}
 	}
-	return nil
+	return ids, nil
 }

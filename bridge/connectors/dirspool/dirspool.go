@@ -428,10 +428,11 @@ func (t *Target) Connect(ctx context.Context) error {
 	return nil
 }
 
-// HeldIDs returns the message ids of the chunks in the spool, so that a
-// route using the spool as its dead-letter target writes each message once.
-func (t *Target) HeldIDs(ctx context.Context) (map[string]bool, error) {
-	return core.MessageIDs(ctx, t.fsys, t.opts.Options)
+// RecentIDs returns the message ids of the spool's newest n chunks, oldest
+// first, so that a route using the spool as its dead-letter target writes
+// each message once.
+func (t *Target) RecentIDs(ctx context.Context, n int) ([]string, error) {
+	return core.RecentMessageIDs(ctx, t.fsys, t.opts.Options, n)
 }
 
 // Dropped counts the messages when_full=drop_newest dropped.
