@@ -75,6 +75,7 @@ type Source struct {
 	files   map[string]*progress // files being read or not yet fully acknowledged
 	cur     *progress            // the file being read
 	rd      *records.Reader
+	spare   *records.Reader // the last file's reader, whose buffer the next file's reuses
 	f       core.File
 	pending []entry           // the last listing's files not opened yet, in name order
 	retry   []*bridge.Message // nacked, delivered again first
@@ -258,7 +259,7 @@ func (s *Source) endOfFile() {
 	s.cur.eof = true
 	s.f.Close()
 	cur := s.cur
-	s.cur, s.rd, s.f = nil, nil, nil
+	s.cur, s.rd, s.spare, s.f = nil, nil, s.rd, nil
 	if cur.acked == cur.emitted {
 		if err := s.finish([]*progress{cur}, sourceState{}); err != nil {
 			s.err = err
@@ -359,7 +360,7 @@ func (s *Source) open(name string) (bool, error) {
 		return false, fmt.Errorf("drop zone: open %s: %w", full, err)
 	}
 	p := &progress{name: name, acked: s.state.Partial[name], ackedSet: map[int64]bool{}}
-	rd := records.NewReader(f, s.format, full, s.delim)
+	rd := s.readerOf(f, full)
 	for p.emitted < p.acked { // acknowledged before a restart: do not emit again
 		if _, err := rd.Next(); err != nil {
 			f.Close()
@@ -373,6 +374,18 @@ func (s *Source) open(name string) (bool, error) {
 	s.files[name], s.cur, s.rd, s.f = p, p, rd, f
 	s.env.Logger.Debug("drop zone: reading file", "path", full, "resume_at_record", p.acked)
 	return true, nil
+}
+
+// readerOf returns a reader of the records of f, named full in errors,
+// with the buffer of the last file's reader when there is one.
+func (s *Source) readerOf(f io.Reader, full string) *records.Reader {
+	rd := s.spare
+	if rd == nil {
+		return records.NewReader(f, s.format, full, s.delim)
+	}
+	s.spare = nil
+	rd.Reset(f, full)
+	return rd
 }
 
 func (s *Source) ackFunc(out []*bridge.Message) bridge.AckFunc {

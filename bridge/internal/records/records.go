@@ -85,6 +85,7 @@ type Record struct {
 type Reader struct {
 	name   string // for errors: the file path or "stdin"
 	format string
+	delim  rune // format=csv
 	br     *countingReader
 	buf    *bufio.Reader
 	csv    *csv.Reader
@@ -106,14 +107,26 @@ func (c *countingReader) Read(p []byte) (int, error) {
 
 // NewReader reads records in format from r; name appears in errors.
 func NewReader(r io.Reader, format, name string, delimiter rune) *Reader {
-	cr := &countingReader{r: r}
-	rd := &Reader{name: name, format: format, br: cr, buf: bufio.NewReaderSize(cr, 64<<10)}
-	if format == CSV {
-		rd.csv = csv.NewReader(rd.buf)
-		rd.csv.Comma = delimiter
-		rd.csv.ReuseRecord = true
-	}
+	rd := &Reader{format: format, delim: delimiter, br: &countingReader{}}
+	rd.buf = bufio.NewReaderSize(rd.br, 64<<10)
+	rd.Reset(r, name)
 	return rd
+}
+
+// Reset makes the Reader read records from r, a new input named name, in
+// the same format, with the same buffer: a drop zone of many small files
+// makes no 64 KiB buffer per file. The records it returned before stay
+// valid (none of them points into the buffer); the old input is not read
+// again.
+func (r *Reader) Reset(src io.Reader, name string) {
+	*r.br = countingReader{r: src}
+	r.buf.Reset(r.br)
+	r.name, r.csv, r.header, r.line, r.done = name, nil, nil, 0, false
+	if r.format == CSV {
+		r.csv = csv.NewReader(r.buf)
+		r.csv.Comma = r.delim
+		r.csv.ReuseRecord = true
+	}
 }
 
 // Offset returns about how many input bytes have been consumed so far, for

@@ -117,3 +117,57 @@ func TestEncoderCommitWritesHeaderOnce(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "2\n", string(b.Data))
 }
+
+// A Reader reset onto a new input reads it from its start as a new Reader
+// would (line numbers, the csv header, the end and errors of the last
+// input all forgotten), and the records of the old input stay as they were
+// although their buffer is read into again.
+func TestReaderReset(t *testing.T) {
+	for _, tc := range []struct {
+		format, first, second string
+		firstWant, want       []string
+		wantLines             []int
+	}{
+		{JSON, "{\"a\":1}\n{\"a\":2}\n", "\n[3]\n4\n", []string{`{"a":1}`}, []string{"[3]", "4"}, []int{2, 3}},
+		{JSON, "{\"a\":\n", "5\n", nil, []string{"5"}, []int{1}}, // the first input ends in an error
+		{Lines, "x\ny\n", "z\n", []string{"x"}, []string{"z"}, []int{1}},
+		{CSV, "a,b\n1,2\n3,4\n", "c\n5\n", []string{`{"a":"1","b":"2"}`}, []string{`{"c":"5"}`}, []int{2}},
+		{Raw, "first", "second", []string{"first"}, []string{"second"}, []int{0}},
+	} {
+		rd := NewReader(strings.NewReader(tc.first), tc.format, "/data/one", ',')
+		var kept []Record
+		for range tc.firstWant {
+			rec, err := rd.Next()
+			require.NoError(t, err, tc.format)
+			kept = append(kept, rec)
+		}
+		if tc.firstWant == nil {
+			_, err := rd.Next()
+			require.ErrorIs(t, err, bridge.ErrMalformedInput, tc.format)
+		}
+		rd.Reset(strings.NewReader(tc.second), "/data/two")
+		assert.Zero(t, rd.Offset(), "%s: offset after Reset", tc.format)
+		var got []string
+		var lines []int
+		for {
+			rec, err := rd.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			require.NoError(t, err, tc.format)
+			got, lines = append(got, string(rec.Payload)), append(lines, rec.Line)
+		}
+		assert.Equal(t, tc.want, got, tc.format)
+		assert.Equal(t, tc.wantLines, lines, tc.format)
+		for i, rec := range kept {
+			assert.Equal(t, tc.firstWant[i], string(rec.Payload), "%s: a record of the first input", tc.format)
+		}
+		assert.Equal(t, int64(len(tc.second)), rd.Offset(), "%s: offset at the end", tc.format)
+	}
+	rd := NewReader(strings.NewReader("1\n"), JSON, "/data/one", ',')
+	rd.Reset(strings.NewReader("2\n{\n"), "/data/two")
+	_, _ = rd.Next()
+	_, err := rd.Next()
+	require.ErrorIs(t, err, bridge.ErrMalformedInput)
+	assert.Contains(t, err.Error(), "/data/two:2:", "errors name the new input")
+}
