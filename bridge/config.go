@@ -231,9 +231,6 @@ func (e *Env) NewRoute(c *Config) (*Route, error) {
 	if err != nil {
 		return nil, configErr(where("output", c.Output), err)
 	}
-	if err := checkPlaces(src, tgt, "output"); err != nil {
-		return nil, err
-	}
 	retry := DefaultRetry
 	if c.Retry.InitialInterval > 0 {
 		retry.Initial = time.Duration(c.Retry.InitialInterval)
@@ -258,10 +255,10 @@ func (e *Env) NewRoute(c *Config) (*Route, error) {
 		if err != nil {
 			return nil, configErr(where("dead_letter", *c.DeadLetter), err)
 		}
-		if err := checkPlaces(src, dead, "dead_letter"); err != nil {
-			return nil, err
-		}
 		deadOut = rdl.Display
+	}
+	if err := checkPlaces(src, tgt, dead); err != nil {
+		return nil, err
 	}
 	pipe, err := c.Pipeline.pipeline()
 	if err != nil {

@@ -7,50 +7,70 @@ import (
 	"path/filepath"
 )
 
-// ErrSameDirectory is returned (wrapped in a *ConfigError) by NewRoute when
-// the source and the target of a route are the same directory: the route
-// would read its own output forever (and a draining route never ends).
-var ErrSameDirectory = errors.New("source and target are the same directory")
+// ErrSamePlace is returned (wrapped in a *ConfigError) by NewRoute when two
+// ends of a route are the same directory or file: a source that is its
+// target would read its own output forever (and a draining route never
+// ends), and a target that is its dead-letter endpoint would mix refused
+// messages with the delivered ones.
+var ErrSamePlace = errors.New("two ends of the route are the same place")
 
 // Placed is implemented by a source or target that reads or writes a
-// directory: a spool, a drop zone. NewRoute refuses a route whose two
-// sides name the same place.
+// directory (a spool, a drop zone) or a file. NewRoute refuses a route two
+// of whose ends name the same place.
 type Placed interface {
-	// Place returns the directory and the namespace it lives in: BackendOS
-	// for the real filesystem (two spellings of one directory — `..`, a
-	// trailing slash, a symbolic link — are the same place there), or
+	// Place returns the directory or file and the namespace it lives in:
+	// BackendOS for the real filesystem (two spellings of one path — `..`,
+	// a trailing slash, a symbolic link — are the same place there), or
 	// another name, such as BackendMemFS, whose paths are compared as
 	// cleaned text.
-	Place() (namespace, dir string)
+	Place() (namespace, path string)
 }
 
-// checkPlaces refuses a route whose source and target are the same place;
-// side names the target in the error ("output", "dead_letter").
-func checkPlaces(src Source, tgt Target, side string) error {
-	sp, ok1 := src.(Placed)
-	tp, ok2 := tgt.(Placed)
+// checkPlaces refuses a route two of whose ends (input, output and, when
+// not nil, dead_letter) are the same place.
+func checkPlaces(src Source, tgt, dead Target) error {
+	if err := samePlace(src, tgt, "input", "output",
+		"so the route would read its own output forever: give the output another path"); err != nil {
+		return err
+	}
+	if dead == nil {
+		return nil
+	}
+	if err := samePlace(src, dead, "input", "dead_letter",
+		"so the route would read its own dead letters forever: give the dead_letter another path"); err != nil {
+		return err
+	}
+	return samePlace(tgt, dead, "output", "dead_letter",
+		"so refused messages would land among the delivered ones: give the dead_letter another path")
+}
+
+// samePlace returns a configuration error, naming the ends a and b and
+// saying why with consequence, when x and y are the same place.
+func samePlace(x, y any, a, b, consequence string) error {
+	xp, ok1 := x.(Placed)
+	yp, ok2 := y.(Placed)
 	if !ok1 || !ok2 {
 		return nil
 	}
-	sn, sd := sp.Place()
-	tn, td := tp.Place()
-	if sn != tn {
+	xn, xd := xp.Place()
+	yn, yd := yp.Place()
+	if xn != yn {
 		return nil
 	}
-	a, b := samePlaceKey(sn, sd), samePlaceKey(tn, td)
-	if a != b {
+	k := samePlaceKey(xn, xd)
+	if k != samePlaceKey(yn, yd) {
 		return nil
 	}
 	how := ""
-	if filepath.Clean(sd) != filepath.Clean(td) {
-		how = fmt.Sprintf(" (%s and %s are both %s)", sd, td, a)
+	if filepath.Clean(xd) != filepath.Clean(yd) {
+		how = fmt.Sprintf(" (%s and %s are both %s)", xd, yd, k)
 	}
-	return &ConfigError{Err: fmt.Errorf("%w: the input and the %s are both %s%s, so the route would read its own output forever: give the %s another directory",
-		ErrSameDirectory, side, a, how, side)}
+	return &ConfigError{Err: fmt.Errorf("%w: the %s and the %s are both %s%s, %s",
+		ErrSamePlace, a, b, k, how, consequence)}
 }
 
 // samePlaceKey returns the text two places are compared by: the cleaned
-// path, and for the real filesystem the directory it really is, following
+// path, and for the real filesystem the directory or file it really is, following
 // symbolic links. A directory that does not exist yet is resolved through
 // its nearest existing parent.
 func samePlaceKey(namespace, dir string) string {

@@ -11,6 +11,7 @@ import (
 	"github.com/mqb-project/mqb/bridge"
 	"github.com/mqb-project/mqb/bridge/connectors/dirspool"
 	"github.com/mqb-project/mqb/bridge/connectors/dropzone"
+	"github.com/mqb-project/mqb/bridge/connectors/file"
 )
 
 // TestSameDirectoryRefused: a route whose source and target are one
@@ -19,6 +20,7 @@ func TestSameDirectoryRefused(t *testing.T) {
 	e := bridge.NewEnv()
 	dirspool.Register(e)
 	dropzone.Register(e)
+	file.Register(e)
 	root := t.TempDir()
 	real := filepath.Join(root, "real")
 	require.NoError(t, os.Mkdir(real, 0o700))
@@ -46,6 +48,8 @@ func TestSameDirectoryRefused(t *testing.T) {
 		{"other directory", spool(real), spool(other), false, ""},
 		{"memfs and os", spool(real + "?backend=memfs"), spool(real), false, ""},
 		{"dropzone to another dropzone", bridge.Endpoint{URL: "dropzone://" + real}, bridge.Endpoint{URL: "dropzone://" + other}, false, ""},
+		{"file to itself", bridge.Endpoint{URL: "file://" + real + "/o.jsonl"}, bridge.Endpoint{URL: "file://" + filepath.Join(root, "link", "o.jsonl") + "?format=json"}, true, filepath.Join(real, "o.jsonl")},
+		{"file to another file", bridge.Endpoint{URL: "file://" + real + "/o.jsonl"}, bridge.Endpoint{URL: "file://" + real + "/p.jsonl"}, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := e.NewRoute(&bridge.Config{Input: tc.in, Output: tc.out})
@@ -53,9 +57,44 @@ func TestSameDirectoryRefused(t *testing.T) {
 				require.NoError(t, err)
 				return
 			}
-			require.ErrorIs(t, err, bridge.ErrSameDirectory)
+			require.ErrorIs(t, err, bridge.ErrSamePlace)
 			require.ErrorIs(t, err, bridge.ErrConfig, "a usage error: exit 2")
 			assert.Contains(t, err.Error(), tc.mentions)
 		})
 	}
+}
+
+// TestDeadLetterPlaceRefused: the dead-letter endpoint may be neither the
+// input (the route would read its dead letters back) nor the output
+// (refused messages would land among the delivered ones).
+func TestDeadLetterPlaceRefused(t *testing.T) {
+	e := bridge.NewEnv()
+	dirspool.Register(e)
+	file.Register(e)
+	root := t.TempDir()
+	in, out := filepath.Join(root, "in"), filepath.Join(root, "out")
+	require.NoError(t, os.Mkdir(out, 0o700))
+	require.NoError(t, os.Symlink(out, filepath.Join(root, "outlink")))
+	spool := func(p string) bridge.Endpoint { return bridge.Endpoint{URL: "dir-spool://" + p} }
+	fileAt := func(p string) bridge.Endpoint { return bridge.Endpoint{URL: "file://" + p} }
+	for _, tc := range []struct {
+		name               string
+		in, out, dead      bridge.Endpoint
+		mentions, conflict string
+	}{
+		{"dead letters into the input", spool(in), spool(out), spool(in + "/"), in, "the input and the dead_letter"},
+		{"dead letters into the output spool", spool(in), spool(out), spool(filepath.Join(root, "outlink")), out, "the output and the dead_letter"},
+		{"dead letters into the output file", spool(in), fileAt(out + ".jsonl"), fileAt(out + ".jsonl?format=lines"), out + ".jsonl", "refused messages would land among the delivered ones"},
+		{"file input and file dead letters", fileAt(in + ".jsonl"), spool(out), fileAt(in + ".jsonl"), in + ".jsonl", "the input and the dead_letter"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.NewRoute(&bridge.Config{Input: tc.in, Output: tc.out, DeadLetter: &tc.dead})
+			require.ErrorIs(t, err, bridge.ErrSamePlace)
+			require.ErrorIs(t, err, bridge.ErrConfig, "a usage error: exit 2")
+			assert.Contains(t, err.Error(), tc.mentions)
+			assert.Contains(t, err.Error(), tc.conflict)
+		})
+	}
+	_, err := e.NewRoute(&bridge.Config{Input: spool(in), Output: spool(out), DeadLetter: &bridge.Endpoint{URL: "dir-spool://" + root + "/dead"}})
+	require.NoError(t, err, "three places")
 }

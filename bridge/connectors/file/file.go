@@ -114,7 +114,13 @@ type source struct {
 var (
 	_ bridge.Source     = (*source)(nil)
 	_ bridge.Progresser = (*source)(nil)
+	_ bridge.Placed     = (*source)(nil)
+	_ bridge.Placed     = (*target)(nil)
 )
+
+// Place returns the file (see bridge.Placed), so that a route reading and
+// writing one file is refused.
+func (c *config) Place() (string, string) { return bridge.BackendOS, c.path }
 
 func (s *source) Connect(ctx context.Context) error {
 	f, err := os.Open(s.path)
