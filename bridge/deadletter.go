@@ -92,18 +92,19 @@ func (dl *deadLetters) isHeld(ctx context.Context, id string) (bool, error) {
 
 // recentIDs remembers the last max ids added to it.
 type recentIDs struct {
-	ring  []string // the ids, oldest at next once the ring is full
+	max   int
+	ring  []string // the ids, grown up to max; the oldest at next once full
 	next  int
 	count map[string]int // how many times each id is in ring
 }
 
 func newRecentIDs(max int) *recentIDs {
-	return &recentIDs{ring: make([]string, 0, max), count: map[string]int{}}
+	return &recentIDs{max: max, count: map[string]int{}}
 }
 
 // add remembers id, forgetting the oldest id when full.
 func (r *recentIDs) add(id string) {
-	if len(r.ring) < cap(r.ring) {
+	if len(r.ring) < r.max {
 		r.ring = append(r.ring, id)
 	} else {
 		old := r.ring[r.next]
