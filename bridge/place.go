@@ -26,22 +26,61 @@ type Placed interface {
 	Place() (namespace, path string)
 }
 
+// DirectoryReader is implemented by a source that reads the files that
+// appear in its directory (a drop zone): a route that writes a file there
+// which the source would read is refused too.
+type DirectoryReader interface {
+	Placed
+	// Reads reports whether the source reads a file of this name that
+	// appears in its directory.
+	Reads(name string) bool
+}
+
 // checkPlaces refuses a route two of whose ends (input, output and, when
-// not nil, dead_letter) are the same place.
+// not nil, dead_letter) are the same place, or whose input reads a file
+// the output or the dead_letter writes.
 func checkPlaces(src Source, tgt, dead Target) error {
-	if err := samePlace(src, tgt, "input", "output",
-		"so the route would read its own output forever: give the output another path"); err != nil {
+	readBack := func(side string) string {
+		return "so the route would read what it writes forever: give the " + side + " another path"
+	}
+	if err := samePlace(src, tgt, "input", "output", readBack("output")); err != nil {
+		return err
+	}
+	if err := readsFileOf(src, tgt, "output", readBack("output")); err != nil {
 		return err
 	}
 	if dead == nil {
 		return nil
 	}
-	if err := samePlace(src, dead, "input", "dead_letter",
-		"so the route would read its own dead letters forever: give the dead_letter another path"); err != nil {
+	if err := samePlace(src, dead, "input", "dead_letter", readBack("dead_letter")); err != nil {
+		return err
+	}
+	if err := readsFileOf(src, dead, "dead_letter", readBack("dead_letter")); err != nil {
 		return err
 	}
 	return samePlace(tgt, dead, "output", "dead_letter",
 		"so refused messages would land among the delivered ones: give the dead_letter another path")
+}
+
+// readsFileOf returns a configuration error when src reads the files of a
+// directory and y writes a file there that src would read.
+func readsFileOf(src, y any, side, consequence string) error {
+	dr, ok1 := src.(DirectoryReader)
+	yp, ok2 := y.(Placed)
+	if !ok1 || !ok2 {
+		return nil
+	}
+	xn, xd := dr.Place()
+	yn, yd := yp.Place()
+	if xn != yn {
+		return nil
+	}
+	xk, yk := samePlaceKey(xn, xd), samePlaceKey(yn, yd)
+	if filepath.Dir(yk) != xk || !dr.Reads(filepath.Base(yk)) {
+		return nil
+	}
+	return &ConfigError{Err: fmt.Errorf("%w: the %s %s is a file that the input reads from %s, %s",
+		ErrSamePlace, side, yd, xk, consequence)}
 }
 
 // samePlace returns a configuration error, naming the ends a and b and

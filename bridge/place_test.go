@@ -98,3 +98,48 @@ func TestDeadLetterPlaceRefused(t *testing.T) {
 	_, err := e.NewRoute(&bridge.Config{Input: spool(in), Output: spool(out), DeadLetter: &bridge.Endpoint{URL: "dir-spool://" + root + "/dead"}})
 	require.NoError(t, err, "three places")
 }
+
+// TestFileInDropZoneRefused: a route whose output or dead-letter file lies
+// in the drop zone it reads, under a name the zone reads, is refused; a
+// name the zone skips (hidden, or not matching its pattern) is not.
+func TestFileInDropZoneRefused(t *testing.T) {
+	e := bridge.NewEnv()
+	dropzone.Register(e)
+	file.Register(e)
+	dirspool.Register(e)
+	zone := t.TempDir()
+	zoneLink := filepath.Join(t.TempDir(), "zonelink")
+	require.NoError(t, os.Symlink(zone, zoneLink))
+	in := bridge.Endpoint{URL: "dropzone://" + zone}
+	csvOnly := bridge.Endpoint{URL: "dropzone://" + zone + "?pattern=*.csv"}
+	fileAt := func(p string) bridge.Endpoint { return bridge.Endpoint{URL: "file://" + p} }
+	other := bridge.Endpoint{URL: "dir-spool://" + t.TempDir()}
+	for _, tc := range []struct {
+		name          string
+		in, out, dead bridge.Endpoint
+		refused       string
+	}{
+		{"output file in the zone", in, fileAt(zone + "/all.jsonl"), bridge.Endpoint{}, "the output " + zone + "/all.jsonl is a file that the input reads"},
+		{"dead-letter file in the zone", in, other, fileAt(zone + "/bad.jsonl"), "the dead_letter " + zone + "/bad.jsonl is a file that the input reads"},
+		{"output file matching the pattern", csvOnly, fileAt(zone + "/x/../all.csv"), bridge.Endpoint{}, "is a file that the input reads from " + zone},
+		{"zone named through a symbolic link", bridge.Endpoint{URL: "dropzone://" + zoneLink}, fileAt(zone + "/all.jsonl"), bridge.Endpoint{}, "is a file that the input reads from " + zone},
+		{"output file not matching the pattern", csvOnly, fileAt(zone + "/all.jsonl"), bridge.Endpoint{}, ""},
+		{"hidden output file", in, fileAt(zone + "/.all.jsonl"), bridge.Endpoint{}, ""},
+		{"output file beside the zone", in, fileAt(filepath.Dir(zone) + "/all.jsonl"), bridge.Endpoint{}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &bridge.Config{Input: tc.in, Output: tc.out}
+			if tc.dead.URL != "" {
+				c.DeadLetter = &tc.dead
+			}
+			_, err := e.NewRoute(c)
+			if tc.refused == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, bridge.ErrSamePlace)
+			require.ErrorIs(t, err, bridge.ErrConfig)
+			assert.Contains(t, err.Error(), tc.refused)
+		})
+	}
+}

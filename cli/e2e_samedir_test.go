@@ -32,7 +32,7 @@ func TestSameSpoolRefused(t *testing.T) {
 			} {
 				r := run(t, "", args...)
 				assert.Equal(t, 2, r.code, "%v: %s", args, r.stderr)
-				assert.Contains(t, r.stderr, "read its own output forever", args)
+				assert.Contains(t, r.stderr, "read what it writes forever", args)
 			}
 			entries, err := os.ReadDir(spool)
 			require.NoError(t, err)

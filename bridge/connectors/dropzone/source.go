@@ -105,9 +105,10 @@ type entry struct {
 }
 
 var (
-	_ bridge.Source  = (*Source)(nil)
-	_ bridge.Drainer = (*Source)(nil)
-	_ bridge.Placed  = (*Source)(nil)
+	_ bridge.Source          = (*Source)(nil)
+	_ bridge.Drainer         = (*Source)(nil)
+	_ bridge.Placed          = (*Source)(nil)
+	_ bridge.DirectoryReader = (*Source)(nil)
 )
 
 // SetDrain makes the source end once every file has been read and
@@ -116,6 +117,14 @@ func (s *Source) SetDrain(drain bool) { s.drain = drain }
 
 // Place returns the drop-zone directory (see bridge.Placed).
 func (s *Source) Place() (string, string) { return bridge.BackendOS, s.dir }
+
+// Reads reports whether the source reads a file of this name in the zone:
+// one that matches the pattern and is not hidden or unfinished (see
+// bridge.DirectoryReader).
+func (s *Source) Reads(name string) bool {
+	ok, _ := path.Match(s.pattern, name)
+	return ok && !ignored(name)
+}
 
 // Connect opens the zone, takes the reader lock (a second reader of the
 // same state file fails at once) and loads the progress.
