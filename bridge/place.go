@@ -65,53 +65,57 @@ func checkPlaces(src Source, tgt, dead Target) error {
 // readsFileOf returns a configuration error when src reads the files of a
 // directory and y writes a file there that src would read.
 func readsFileOf(src, y any, side, consequence string) error {
-	dr, ok1 := src.(DirectoryReader)
-	yp, ok2 := y.(Placed)
-	if !ok1 || !ok2 {
+	dr, ok := src.(DirectoryReader)
+	if !ok {
 		return nil
 	}
-	xn, xd := dr.Place()
-	yn, yd := yp.Place()
-	if xn != yn {
-		return nil
-	}
-	xk, yk := samePlaceKey(xn, xd), samePlaceKey(yn, yd)
-	if filepath.Dir(yk) != xk || !dr.Reads(filepath.Base(yk)) {
+	zone, file, ok := placesOf(dr, y)
+	if !ok || filepath.Dir(file.key) != zone.key || !dr.Reads(filepath.Base(file.key)) {
 		return nil
 	}
 	return &ConfigError{Err: fmt.Errorf("%w: the %s %s is a file that the input reads from %s, %s",
-		ErrSamePlace, side, yd, xk, consequence)}
+		ErrSamePlace, side, file.path, zone.key, consequence)}
 }
 
 // samePlace returns a configuration error, naming the ends a and b and
 // saying why with consequence, when x and y are the same place.
 func samePlace(x, y any, a, b, consequence string) error {
+	xp, yp, ok := placesOf(x, y)
+	if !ok || xp.key != yp.key {
+		return nil
+	}
+	how := ""
+	if filepath.Clean(xp.path) != filepath.Clean(yp.path) {
+		how = fmt.Sprintf(" (%s and %s are both %s)", xp.path, yp.path, xp.key)
+	}
+	return &ConfigError{Err: fmt.Errorf("%w: the %s and the %s are both %s%s, %s",
+		ErrSamePlace, a, b, xp.key, how, consequence)}
+}
+
+// place is where an end of a route reads or writes: its path as given and
+// the key it is compared by (samePlaceKey).
+type place struct{ path, key string }
+
+// placesOf returns the places of x and y, when both are Placed in the same
+// namespace.
+func placesOf(x, y any) (place, place, bool) {
 	xp, ok1 := x.(Placed)
 	yp, ok2 := y.(Placed)
 	if !ok1 || !ok2 {
-		return nil
+		return place{}, place{}, false
 	}
 	xn, xd := xp.Place()
 	yn, yd := yp.Place()
 	if xn != yn {
-		return nil
+		return place{}, place{}, false
 	}
-	k := samePlaceKey(xn, xd)
-	if k != samePlaceKey(yn, yd) {
-		return nil
-	}
-	how := ""
-	if filepath.Clean(xd) != filepath.Clean(yd) {
-		how = fmt.Sprintf(" (%s and %s are both %s)", xd, yd, k)
-	}
-	return &ConfigError{Err: fmt.Errorf("%w: the %s and the %s are both %s%s, %s",
-		ErrSamePlace, a, b, k, how, consequence)}
+	return place{xd, samePlaceKey(xn, xd)}, place{yd, samePlaceKey(yn, yd)}, true
 }
 
 // samePlaceKey returns the text two places are compared by: the cleaned
-// path, and for the real filesystem the directory or file it really is, following
-// symbolic links. A directory that does not exist yet is resolved through
-// its nearest existing parent.
+// path, and for the real filesystem the directory or file it really is,
+// following symbolic links. A path that does not exist yet is resolved
+// through its nearest existing parent.
 func samePlaceKey(namespace, dir string) string {
 	dir = filepath.Clean(dir)
 	if namespace != BackendOS {

@@ -14,13 +14,19 @@ import (
 	"github.com/mqb-project/mqb/bridge/connectors/file"
 )
 
-// TestSameDirectoryRefused: a route whose source and target are one
-// directory, however the two are spelled, is a configuration error.
-func TestSameDirectoryRefused(t *testing.T) {
+// placeEnv knows the connectors that are Placed.
+func placeEnv() *bridge.Env {
 	e := bridge.NewEnv()
 	dirspool.Register(e)
 	dropzone.Register(e)
 	file.Register(e)
+	return e
+}
+
+// TestSameDirectoryRefused: a route whose source and target are one
+// directory, however the two are spelled, is a configuration error.
+func TestSameDirectoryRefused(t *testing.T) {
+	e := placeEnv()
 	root := t.TempDir()
 	real := filepath.Join(root, "real")
 	require.NoError(t, os.Mkdir(real, 0o700))
@@ -68,9 +74,7 @@ func TestSameDirectoryRefused(t *testing.T) {
 // input (the route would read its dead letters back) nor the output
 // (refused messages would land among the delivered ones).
 func TestDeadLetterPlaceRefused(t *testing.T) {
-	e := bridge.NewEnv()
-	dirspool.Register(e)
-	file.Register(e)
+	e := placeEnv()
 	root := t.TempDir()
 	in, out := filepath.Join(root, "in"), filepath.Join(root, "out")
 	require.NoError(t, os.Mkdir(out, 0o700))
@@ -103,10 +107,7 @@ func TestDeadLetterPlaceRefused(t *testing.T) {
 // in the drop zone it reads, under a name the zone reads, is refused; a
 // name the zone skips (hidden, or not matching its pattern) is not.
 func TestFileInDropZoneRefused(t *testing.T) {
-	e := bridge.NewEnv()
-	dropzone.Register(e)
-	file.Register(e)
-	dirspool.Register(e)
+	e := placeEnv()
 	zone := t.TempDir()
 	zoneLink := filepath.Join(t.TempDir(), "zonelink")
 	require.NoError(t, os.Symlink(zone, zoneLink))
