@@ -101,6 +101,17 @@ func TestSourceReadsEachFileOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(b, &st))
 	assert.Equal(t, []string{"a.jsonl", "b.jsonl", "c.jsonl"}, st.Done)
+
+	// A finished file that is gone leaves the done list at the next listing.
+	require.NoError(t, os.Remove(filepath.Join(dir, "b.jsonl")))
+	write(t, dir, "d.jsonl", "{\"n\":7}\n")
+	fourth := &collect{}
+	require.NoError(t, runFrom(t, e, url, fourth, 2))
+	assert.Equal(t, []string{`{"n":7}`}, fourth.payloads())
+	b, err = os.ReadFile(filepath.Join(dir, dropzone.DefaultStateFile))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &st))
+	assert.Equal(t, []string{"a.jsonl", "c.jsonl", "d.jsonl"}, st.Done)
 }
 
 func TestSourceResumesInsideAFile(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mqb-project/mqb/bridge/connectors/dropzone"
+	"github.com/mqb-project/mqb/core"
 )
 
 // countingFS counts the zone's listings.
@@ -23,6 +24,13 @@ type countingFS struct {
 func (c countingFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	c.lists.Add(1)
 	return c.FS.ReadDir(name)
+}
+
+// ScanDir is the streamed listing, which the source takes when the zone
+// has it (the os backend does).
+func (c countingFS) ScanDir(name string, fn func(string, fs.FileMode)) error {
+	c.lists.Add(1)
+	return c.FS.(core.DirScanner).ScanDir(name, fn)
 }
 
 // Reading N files costs a few listings of the zone, not one per file: a

@@ -312,35 +312,49 @@ func (s *Source) openNext() (bool, error) {
 
 // list sets pending to the files of the zone, in name order, that match the
 // pattern and are neither finished nor being read. It also forgets the
-// finished files that are gone, so that the state stays small: the listing
-// and the done list are both sorted, so one walk through the two does both.
+// finished files that are gone, so that the state stays small. The listing
+// is streamed where the zone can (core.DirScanner): it holds the new files
+// and one bit per finished one, not every name of the zone.
 func (s *Source) list() error {
-	entries, err := s.zone.ReadDir(".")
+	done := s.state.Done // sorted
+	present := make([]bool, len(done))
+	s.pending = s.pending[:0]
+	err := scanDir(s.zone, func(name string, typ fs.FileMode) {
+		if i, ok := slices.BinarySearch(done, name); ok {
+			present[i] = true
+			return
+		}
+		if ignored(name) || s.files[name] != nil || s.store.owns(name) {
+			return
+		}
+		if ok, _ := path.Match(s.pattern, name); ok {
+			s.pending = append(s.pending, entry{name, typ})
+		}
+	})
 	if err != nil {
 		return fmt.Errorf("drop zone: list %s: %w", s.dir, err)
 	}
-	done := s.state.Done
+	slices.SortFunc(s.pending, func(a, b entry) int { return strings.Compare(a.name, b.name) })
 	kept := done[:0]
-	s.pending = s.pending[:0]
-	for _, e := range entries { // sorted by name
-		name := e.Name()
-		for len(done) > 0 && done[0] < name {
-			done = done[1:] // finished, and gone
-		}
-		if len(done) > 0 && done[0] == name {
+	for i, name := range done {
+		if present[i] {
 			kept = append(kept, name)
-			done = done[1:]
-			continue
-		}
-		if ignored(name) || s.files[name] != nil || s.store.owns(name) {
-			continue
-		}
-		if ok, _ := path.Match(s.pattern, name); ok {
-			s.pending = append(s.pending, entry{name, e.Type()})
 		}
 	}
 	s.state.Done = kept
 	return nil
+}
+
+// scanDir calls fn for every entry of the zone, streamed where the zone can.
+func scanDir(zone core.FS, fn func(name string, typ fs.FileMode)) error {
+	if sc, ok := zone.(core.DirScanner); ok {
+		return sc.ScanDir(".", fn)
+	}
+	entries, err := zone.ReadDir(".")
+	for _, e := range entries {
+		fn(e.Name(), e.Type())
+	}
+	return err
 }
 
 // skip warns, once per name, that an entry is not read.
