@@ -40,23 +40,23 @@ type DirectoryReader interface {
 // not nil, dead_letter) are the same place, or whose input reads a file
 // the output or the dead_letter writes.
 func checkPlaces(src Source, tgt, dead Target) error {
-	readBack := func(side string) string {
-		return "so the route would read what it writes forever: give the " + side + " another path"
-	}
-	if err := samePlace(src, tgt, "input", "output", readBack("output")); err != nil {
-		return err
-	}
-	if err := readsFileOf(src, tgt, "output", readBack("output")); err != nil {
-		return err
+	for _, end := range []struct {
+		side string
+		t    Target
+	}{{"output", tgt}, {"dead_letter", dead}} {
+		if end.t == nil {
+			continue
+		}
+		why := "so the route would read what it writes forever: give the " + end.side + " another path"
+		if err := samePlace(src, end.t, "input", end.side, why); err != nil {
+			return err
+		}
+		if err := readsFileOf(src, end.t, end.side, why); err != nil {
+			return err
+		}
 	}
 	if dead == nil {
 		return nil
-	}
-	if err := samePlace(src, dead, "input", "dead_letter", readBack("dead_letter")); err != nil {
-		return err
-	}
-	if err := readsFileOf(src, dead, "dead_letter", readBack("dead_letter")); err != nil {
-		return err
 	}
 	return samePlace(tgt, dead, "output", "dead_letter",
 		"so refused messages would land among the delivered ones: give the dead_letter another path")
