@@ -36,9 +36,22 @@ type DirectoryReader interface {
 	Reads(name string) bool
 }
 
+// StateKeeper is implemented by a source that keeps its progress in a file
+// of its own (a drop zone's state file): a route whose output or
+// dead_letter is that file is refused, since each would overwrite the
+// other.
+type StateKeeper interface {
+	StatePlace() (namespace, path string)
+}
+
+// statePlace is the Placed of a StateKeeper's state file.
+type statePlace struct{ StateKeeper }
+
+func (s statePlace) Place() (string, string) { return s.StatePlace() }
+
 // checkPlaces refuses a route two of whose ends (input, output and, when
 // not nil, dead_letter) are the same place, or whose input reads a file
-// the output or the dead_letter writes.
+// the output or the dead_letter writes, or keeps its state there.
 func checkPlaces(src Source, tgt, dead Target) error {
 	for _, end := range []struct {
 		side string
@@ -53,6 +66,12 @@ func checkPlaces(src Source, tgt, dead Target) error {
 		}
 		if err := readsFileOf(src, end.t, end.side, why); err != nil {
 			return err
+		}
+		if sk, ok := src.(StateKeeper); ok {
+			if err := samePlace(statePlace{sk}, end.t, "input's state file", end.side,
+				"so each would overwrite the other: give the "+end.side+" another path"); err != nil {
+				return err
+			}
 		}
 	}
 	if dead == nil {

@@ -104,8 +104,9 @@ func TestDeadLetterPlaceRefused(t *testing.T) {
 }
 
 // TestFileInDropZoneRefused: a route whose output or dead-letter file lies
-// in the drop zone it reads, under a name the zone reads, is refused; a
-// name the zone skips (hidden, or not matching its pattern) is not.
+// in the drop zone it reads, under a name the zone reads, or is the zone's
+// state file, is refused; a name the zone skips (hidden, or not matching
+// its pattern) is not.
 func TestFileInDropZoneRefused(t *testing.T) {
 	e := placeEnv()
 	zone := t.TempDir()
@@ -127,6 +128,8 @@ func TestFileInDropZoneRefused(t *testing.T) {
 		{"output file not matching the pattern", csvOnly, fileAt(zone + "/all.jsonl"), bridge.Endpoint{}, ""},
 		{"hidden output file", in, fileAt(zone + "/.all.jsonl"), bridge.Endpoint{}, ""},
 		{"output file beside the zone", in, fileAt(filepath.Dir(zone) + "/all.jsonl"), bridge.Endpoint{}, ""},
+		{"output file is the zone's state file", in, fileAt(zone + "/.mqb-dropzone-state.json"), bridge.Endpoint{}, "the input's state file and the output are both " + zone + "/.mqb-dropzone-state.json"},
+		{"dead-letter file is a state file kept elsewhere", bridge.Endpoint{URL: "dropzone://" + zone + "?state_path=" + filepath.Dir(zone) + "/s.json"}, other, fileAt(filepath.Dir(zone) + "/s.json"), "the input's state file and the dead_letter are both"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &bridge.Config{Input: tc.in, Output: tc.out}

@@ -109,6 +109,7 @@ var (
 	_ bridge.Drainer         = (*Source)(nil)
 	_ bridge.Placed          = (*Source)(nil)
 	_ bridge.DirectoryReader = (*Source)(nil)
+	_ bridge.StateKeeper     = (*Source)(nil)
 )
 
 // SetDrain makes the source end once every file has been read and
@@ -117,6 +118,9 @@ func (s *Source) SetDrain(drain bool) { s.drain = drain }
 
 // Place returns the drop-zone directory (see bridge.Placed).
 func (s *Source) Place() (string, string) { return bridge.BackendOS, s.dir }
+
+// StatePlace returns the state file (see bridge.StateKeeper).
+func (s *Source) StatePlace() (string, string) { return bridge.BackendOS, s.statePath }
 
 // Reads reports whether the source reads a file of this name in the zone:
 // one that matches the pattern and is not hidden or unfinished (see
