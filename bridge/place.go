@@ -27,8 +27,8 @@ type Placed interface {
 }
 
 // DirectoryReader is implemented by a source that reads the files that
-// appear in its directory (a drop zone): a route that writes a file there
-// which the source would read is refused too.
+// appear in its directory (a drop zone, a spool): a route that writes a
+// file there which the source would read is refused too.
 type DirectoryReader interface {
 	Placed
 	// Reads reports whether the source reads a file of this name that

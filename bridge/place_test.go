@@ -128,6 +128,7 @@ func TestFileInDropZoneRefused(t *testing.T) {
 		{"output file not matching the pattern", csvOnly, fileAt(zone + "/all.jsonl"), bridge.Endpoint{}, ""},
 		{"hidden output file", in, fileAt(zone + "/.all.jsonl"), bridge.Endpoint{}, ""},
 		{"output file beside the zone", in, fileAt(filepath.Dir(zone) + "/all.jsonl"), bridge.Endpoint{}, ""},
+		{"output file in the input spool", bridge.Endpoint{URL: "dir-spool://" + zone}, fileAt(zone + "/000000007.bin"), bridge.Endpoint{}, "is a file that the input reads from " + zone},
 		{"output file is the zone's state file", in, fileAt(zone + "/.mqb-dropzone-state.json"), bridge.Endpoint{}, "the input's state file and the output are both " + zone + "/.mqb-dropzone-state.json"},
 		{"dead-letter file is a state file kept elsewhere", bridge.Endpoint{URL: "dropzone://" + zone + "?state_path=" + filepath.Dir(zone) + "/s.json"}, other, fileAt(filepath.Dir(zone) + "/s.json"), "the input's state file and the dead_letter are both"},
 	} {

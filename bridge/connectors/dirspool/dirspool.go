@@ -146,6 +146,7 @@ var (
 	_ bridge.Source          = (*Source)(nil)
 	_ bridge.Drainer         = (*Source)(nil)
 	_ bridge.Placed          = (*Source)(nil)
+	_ bridge.DirectoryReader = (*Source)(nil)
 	_ bridge.Progresser      = (*Source)(nil)
 	_ bridge.BacklogReporter = (*Source)(nil)
 	_ bridge.SpoolStatter    = (*Source)(nil)
@@ -311,6 +312,11 @@ func (s *Source) SpoolPath() string { return s.opts.Path }
 
 // Place returns the spool directory and its backend (see bridge.Placed).
 func (s *Source) Place() (string, string) { return s.opts.place() }
+
+// Reads reports true for every name: each file in a spool's directory is a
+// chunk, a sidecar or a record of the spool's, so a route writing one
+// there is refused (see bridge.DirectoryReader).
+func (s *Source) Reads(string) bool { return true }
 
 // SpoolStats scans the spool.
 func (s *Source) SpoolStats() (*core.Stats, error) { return s.shared.stats(s.opts.Options) }
