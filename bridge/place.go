@@ -81,14 +81,23 @@ func checkPlaces(src Source, tgt, dead Target) error {
 		"so refused messages would land among the delivered ones: give the dead_letter another path")
 }
 
+// FilePlaced is implemented by an end whose place is a file, not a
+// directory (the file connector).
+type FilePlaced interface {
+	Placed
+	PlaceIsFile()
+}
+
 // readsFileOf returns a configuration error when src reads the files of a
-// directory and y writes a file there that src would read.
+// directory and y writes a file there that src would read. (A directory
+// written there, such as a spool, is none of src's: it reads files.)
 func readsFileOf(src, y any, side, consequence string) error {
-	dr, ok := src.(DirectoryReader)
-	if !ok {
+	dr, ok1 := src.(DirectoryReader)
+	fp, ok2 := y.(FilePlaced)
+	if !ok1 || !ok2 {
 		return nil
 	}
-	zone, file, ok := placesOf(dr, y)
+	zone, file, ok := placesOf(dr, fp)
 	if !ok || filepath.Dir(file.key) != zone.key || !dr.Reads(filepath.Base(file.key)) {
 		return nil
 	}

@@ -106,7 +106,8 @@ func TestDeadLetterPlaceRefused(t *testing.T) {
 // TestFileInDropZoneRefused: a route whose output or dead-letter file lies
 // in the drop zone it reads, under a name the zone reads, or is the zone's
 // state file, is refused; a name the zone skips (hidden, or not matching
-// its pattern) is not.
+// its pattern) is not, nor a spool in a subdirectory, since the zone reads
+// files only.
 func TestFileInDropZoneRefused(t *testing.T) {
 	e := placeEnv()
 	zone := t.TempDir()
@@ -129,6 +130,8 @@ func TestFileInDropZoneRefused(t *testing.T) {
 		{"hidden output file", in, fileAt(zone + "/.all.jsonl"), bridge.Endpoint{}, ""},
 		{"output file beside the zone", in, fileAt(filepath.Dir(zone) + "/all.jsonl"), bridge.Endpoint{}, ""},
 		{"output file in the input spool", bridge.Endpoint{URL: "dir-spool://" + zone}, fileAt(zone + "/000000007.bin"), bridge.Endpoint{}, "is a file that the input reads from " + zone},
+		{"dead-letter spool in the zone", in, other, bridge.Endpoint{URL: "dir-spool://" + zone + "/dead"}, ""},
+		{"dead-letter spool in the input spool", bridge.Endpoint{URL: "dir-spool://" + zone}, other, bridge.Endpoint{URL: "dir-spool://" + zone + "/dead"}, ""},
 		{"output file is the zone's state file", in, fileAt(zone + "/.mqb-dropzone-state.json"), bridge.Endpoint{}, "the input's state file and the output are both " + zone + "/.mqb-dropzone-state.json"},
 		{"dead-letter file is a state file kept elsewhere", bridge.Endpoint{URL: "dropzone://" + zone + "?state_path=" + filepath.Dir(zone) + "/s.json"}, other, fileAt(filepath.Dir(zone) + "/s.json"), "the input's state file and the dead_letter are both"},
 	} {

@@ -114,13 +114,16 @@ type source struct {
 var (
 	_ bridge.Source     = (*source)(nil)
 	_ bridge.Progresser = (*source)(nil)
-	_ bridge.Placed     = (*source)(nil)
-	_ bridge.Placed     = (*target)(nil)
+	_ bridge.FilePlaced = (*source)(nil)
+	_ bridge.FilePlaced = (*target)(nil)
 )
 
 // Place returns the file (see bridge.Placed), so that a route reading and
 // writing one file is refused.
 func (c *config) Place() (string, string) { return bridge.BackendOS, c.path }
+
+// PlaceIsFile says the place is a file (see bridge.FilePlaced).
+func (c *config) PlaceIsFile() {}
 
 func (s *source) Connect(ctx context.Context) error {
 	f, err := os.Open(s.path)
