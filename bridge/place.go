@@ -26,13 +26,16 @@ type Placed interface {
 	Place() (namespace, path string)
 }
 
-// DirectoryReader is implemented by a source that reads the files that
-// appear in its directory (a drop zone, a spool): a route that writes a
-// file there which the source would read is refused too.
-type DirectoryReader interface {
+// MessageDirectory is implemented by an end whose directory holds files
+// that are read as messages: a spool (every name in it) or a drop zone
+// (the names its readers take). The route itself reads them when the
+// directory is its input, other programs when it is the output or the
+// dead_letter. A route that writes a file there (the file connector) is
+// refused: the file would be read as a message, even half written.
+type MessageDirectory interface {
 	Placed
-	// Reads reports whether the source reads a file of this name that
-	// appears in its directory.
+	// Reads reports whether a file of this name that appears in the
+	// directory is read as a message.
 	Reads(name string) bool
 }
 
@@ -64,7 +67,7 @@ func checkPlaces(src Source, tgt, dead Target) error {
 		if err := samePlace(src, end.t, "input", end.side, why); err != nil {
 			return err
 		}
-		if err := readsFileOf(src, end.t, end.side, why); err != nil {
+		if err := fileInDirectory(src, "input", end.t, end.side, why); err != nil {
 			return err
 		}
 		if sk, ok := src.(StateKeeper); ok {
@@ -77,8 +80,15 @@ func checkPlaces(src Source, tgt, dead Target) error {
 	if dead == nil {
 		return nil
 	}
-	return samePlace(tgt, dead, "output", "dead_letter",
-		"so refused messages would land among the delivered ones: give the dead_letter another path")
+	if err := samePlace(tgt, dead, "output", "dead_letter",
+		"so refused messages would land among the delivered ones: give the dead_letter another path"); err != nil {
+		return err
+	}
+	readBy := "even while it is half written: give the %s another path"
+	if err := fileInDirectory(tgt, "output", dead, "dead_letter", fmt.Sprintf(readBy, "dead_letter")); err != nil {
+		return err
+	}
+	return fileInDirectory(dead, "dead_letter", tgt, "output", fmt.Sprintf(readBy, "output"))
 }
 
 // FilePlaced is implemented by an end whose place is a file, not a
@@ -88,21 +98,22 @@ type FilePlaced interface {
 	PlaceIsFile()
 }
 
-// readsFileOf returns a configuration error when src reads the files of a
-// directory and y writes a file there that src would read. (A directory
-// written there, such as a spool, is none of src's: it reads files.)
-func readsFileOf(src, y any, side, consequence string) error {
-	dr, ok1 := src.(DirectoryReader)
+// fileInDirectory returns a configuration error when x is a
+// MessageDirectory (the route's dirSide end) and y writes a file there
+// that is read as a message. (A directory made there, such as a spool, is
+// not: a spool or a drop zone reads files.)
+func fileInDirectory(x any, dirSide string, y any, side, consequence string) error {
+	md, ok1 := x.(MessageDirectory)
 	fp, ok2 := y.(FilePlaced)
 	if !ok1 || !ok2 {
 		return nil
 	}
-	zone, file, ok := placesOf(dr, fp)
-	if !ok || filepath.Dir(file.key) != zone.key || !dr.Reads(filepath.Base(file.key)) {
+	dir, file, ok := placesOf(md, fp)
+	if !ok || filepath.Dir(file.key) != dir.key || !md.Reads(filepath.Base(file.key)) {
 		return nil
 	}
-	return &ConfigError{Err: fmt.Errorf("%w: the %s %s is a file that the input reads from %s, %s",
-		ErrSamePlace, side, file.path, zone.key, consequence)}
+	return &ConfigError{Err: fmt.Errorf("%w: the %s %s is a file that is read as a message from the %s %s, %s",
+		ErrSamePlace, side, file.path, dirSide, dir.key, consequence)}
 }
 
 // samePlace returns a configuration error, naming the ends a and b and

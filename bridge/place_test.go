@@ -103,12 +103,12 @@ func TestDeadLetterPlaceRefused(t *testing.T) {
 	require.NoError(t, err, "three places")
 }
 
-// TestFileInDropZoneRefused: a route whose output or dead-letter file lies
-// in the drop zone it reads, under a name the zone reads, or is the zone's
-// state file, is refused; a name the zone skips (hidden, or not matching
-// its pattern) is not, nor a spool in a subdirectory, since the zone reads
-// files only.
-func TestFileInDropZoneRefused(t *testing.T) {
+// TestFileInMessageDirectoryRefused: a route whose output or dead-letter
+// file lies in the drop zone or spool it reads or writes, under a name read
+// there as a message, or is the zone's state file, is refused; a name the
+// zone skips (hidden, or not matching its pattern) is not, nor a spool in a
+// subdirectory, since zones and spools read files only.
+func TestFileInMessageDirectoryRefused(t *testing.T) {
 	e := placeEnv()
 	zone := t.TempDir()
 	zoneLink := filepath.Join(t.TempDir(), "zonelink")
@@ -117,22 +117,30 @@ func TestFileInDropZoneRefused(t *testing.T) {
 	csvOnly := bridge.Endpoint{URL: "dropzone://" + zone + "?pattern=*.csv"}
 	fileAt := func(p string) bridge.Endpoint { return bridge.Endpoint{URL: "file://" + p} }
 	other := bridge.Endpoint{URL: "dir-spool://" + t.TempDir()}
+	outSpool := bridge.Endpoint{URL: "dir-spool://" + zone}
+	outZone := bridge.Endpoint{URL: "dropzone://" + zone}
 	for _, tc := range []struct {
 		name          string
 		in, out, dead bridge.Endpoint
 		refused       string
 	}{
-		{"output file in the zone", in, fileAt(zone + "/all.jsonl"), bridge.Endpoint{}, "the output " + zone + "/all.jsonl is a file that the input reads"},
-		{"dead-letter file in the zone", in, other, fileAt(zone + "/bad.jsonl"), "the dead_letter " + zone + "/bad.jsonl is a file that the input reads"},
-		{"output file matching the pattern", csvOnly, fileAt(zone + "/x/../all.csv"), bridge.Endpoint{}, "is a file that the input reads from " + zone},
-		{"zone named through a symbolic link", bridge.Endpoint{URL: "dropzone://" + zoneLink}, fileAt(zone + "/all.jsonl"), bridge.Endpoint{}, "is a file that the input reads from " + zone},
+		{"output file in the zone", in, fileAt(zone + "/all.jsonl"), bridge.Endpoint{}, "the output " + zone + "/all.jsonl is a file that is read as a message from the input"},
+		{"dead-letter file in the zone", in, other, fileAt(zone + "/bad.jsonl"), "the dead_letter " + zone + "/bad.jsonl is a file that is read as a message from the input"},
+		{"output file matching the pattern", csvOnly, fileAt(zone + "/x/../all.csv"), bridge.Endpoint{}, "is a file that is read as a message from the input " + zone},
+		{"zone named through a symbolic link", bridge.Endpoint{URL: "dropzone://" + zoneLink}, fileAt(zone + "/all.jsonl"), bridge.Endpoint{}, "is a file that is read as a message from the input " + zone},
 		{"output file not matching the pattern", csvOnly, fileAt(zone + "/all.jsonl"), bridge.Endpoint{}, ""},
 		{"hidden output file", in, fileAt(zone + "/.all.jsonl"), bridge.Endpoint{}, ""},
 		{"output file beside the zone", in, fileAt(filepath.Dir(zone) + "/all.jsonl"), bridge.Endpoint{}, ""},
-		{"output file in the input spool", bridge.Endpoint{URL: "dir-spool://" + zone}, fileAt(zone + "/000000007.bin"), bridge.Endpoint{}, "is a file that the input reads from " + zone},
+		{"output file in the input spool", bridge.Endpoint{URL: "dir-spool://" + zone}, fileAt(zone + "/000000007.bin"), bridge.Endpoint{}, "is a file that is read as a message from the input " + zone},
 		{"dead-letter spool in the zone", in, other, bridge.Endpoint{URL: "dir-spool://" + zone + "/dead"}, ""},
 		{"dead-letter spool in the input spool", bridge.Endpoint{URL: "dir-spool://" + zone}, other, bridge.Endpoint{URL: "dir-spool://" + zone + "/dead"}, ""},
 		{"output file is the zone's state file", in, fileAt(zone + "/.mqb-dropzone-state.json"), bridge.Endpoint{}, "the input's state file and the output are both " + zone + "/.mqb-dropzone-state.json"},
+		{"dead-letter file in the output spool", other, outSpool, fileAt(zone + "/000000099.bin"), "the dead_letter " + zone + "/000000099.bin is a file that is read as a message from the output " + zone + ", even while it is half written"},
+		{"output file in the dead-letter spool", other, fileAt(zone + "/x.jsonl"), outSpool, "the output " + zone + "/x.jsonl is a file that is read as a message from the dead_letter " + zone},
+		{"dead-letter file in the output zone", other, outZone, fileAt(zone + "/bad.jsonl"), "is a file that is read as a message from the output " + zone},
+		{"output file in the dead-letter zone", other, fileAt(zoneLink + "/all.jsonl"), outZone, "is a file that is read as a message from the dead_letter " + zone},
+		{"hidden dead-letter file in the output zone", other, outZone, fileAt(zone + "/.bad.jsonl"), ""},
+		{"dead-letter file beside the output spool", other, outSpool, fileAt(filepath.Dir(zone) + "/bad.jsonl"), ""},
 		{"dead-letter file is a state file kept elsewhere", bridge.Endpoint{URL: "dropzone://" + zone + "?state_path=" + filepath.Dir(zone) + "/s.json"}, other, fileAt(filepath.Dir(zone) + "/s.json"), "the input's state file and the dead_letter are both"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -143,14 +143,14 @@ type Source struct {
 }
 
 var (
-	_ bridge.Source          = (*Source)(nil)
-	_ bridge.Drainer         = (*Source)(nil)
-	_ bridge.Placed          = (*Source)(nil)
-	_ bridge.DirectoryReader = (*Source)(nil)
-	_ bridge.Progresser      = (*Source)(nil)
-	_ bridge.BacklogReporter = (*Source)(nil)
-	_ bridge.SpoolStatter    = (*Source)(nil)
-	_ bridge.PayloadLender   = (*Source)(nil)
+	_ bridge.Source           = (*Source)(nil)
+	_ bridge.Drainer          = (*Source)(nil)
+	_ bridge.Placed           = (*Source)(nil)
+	_ bridge.MessageDirectory = (*Source)(nil)
+	_ bridge.Progresser       = (*Source)(nil)
+	_ bridge.BacklogReporter  = (*Source)(nil)
+	_ bridge.SpoolStatter     = (*Source)(nil)
+	_ bridge.PayloadLender    = (*Source)(nil)
 )
 
 // SetDrain makes the consumer end once the spool is empty (ExitWhenEmpty).
@@ -315,7 +315,7 @@ func (s *Source) Place() (string, string) { return s.opts.place() }
 
 // Reads reports true for every name: each file in a spool's directory is a
 // chunk, a sidecar or a record of the spool's, so a route writing one
-// there is refused (see bridge.DirectoryReader).
+// there is refused (see bridge.MessageDirectory).
 func (s *Source) Reads(string) bool { return true }
 
 // SpoolStats scans the spool.
@@ -405,13 +405,13 @@ type Target struct {
 }
 
 var (
-	_ bridge.Target          = (*Target)(nil)
-	_ bridge.BacklogReporter = (*Target)(nil)
-	_ bridge.HeldIDLister    = (*Target)(nil)
-	_ bridge.BoundedSpool    = (*Target)(nil)
-	_ bridge.Placed          = (*Target)(nil)
-	_ bridge.SpoolStatter    = (*Target)(nil)
-	_ bridge.BodyStreamer    = (*Target)(nil)
+	_ bridge.Target           = (*Target)(nil)
+	_ bridge.BacklogReporter  = (*Target)(nil)
+	_ bridge.HeldIDLister     = (*Target)(nil)
+	_ bridge.BoundedSpool     = (*Target)(nil)
+	_ bridge.MessageDirectory = (*Target)(nil)
+	_ bridge.SpoolStatter     = (*Target)(nil)
+	_ bridge.BodyStreamer     = (*Target)(nil)
 )
 
 // Connect creates the spool directory when missing, takes the PRODUCER
@@ -545,6 +545,11 @@ func (t *Target) SpoolPath() string { return t.opts.Path }
 
 // Place returns the spool directory and its backend (see bridge.Placed).
 func (t *Target) Place() (string, string) { return t.opts.place() }
+
+// Reads reports true for every name, as the Source's Reads does: a file
+// written into the spool would be taken by its consumers for a chunk, or
+// be reported by them as foreign.
+func (t *Target) Reads(string) bool { return true }
 
 func (c Config) place() (string, string) {
 	if c.Backend == "" {

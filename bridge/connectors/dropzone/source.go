@@ -105,11 +105,11 @@ type entry struct {
 }
 
 var (
-	_ bridge.Source          = (*Source)(nil)
-	_ bridge.Drainer         = (*Source)(nil)
-	_ bridge.Placed          = (*Source)(nil)
-	_ bridge.DirectoryReader = (*Source)(nil)
-	_ bridge.StateKeeper     = (*Source)(nil)
+	_ bridge.Source           = (*Source)(nil)
+	_ bridge.Drainer          = (*Source)(nil)
+	_ bridge.Placed           = (*Source)(nil)
+	_ bridge.MessageDirectory = (*Source)(nil)
+	_ bridge.StateKeeper      = (*Source)(nil)
 )
 
 // SetDrain makes the source end once every file has been read and
@@ -124,7 +124,7 @@ func (s *Source) StatePlace() (string, string) { return bridge.BackendOS, s.stat
 
 // Reads reports whether the source reads a file of this name in the zone:
 // one that matches the pattern and is not hidden or unfinished (see
-// bridge.DirectoryReader).
+// bridge.MessageDirectory).
 func (s *Source) Reads(name string) bool {
 	ok, _ := path.Match(s.pattern, name)
 	return ok && !ignored(name)

@@ -102,12 +102,17 @@ func partialName(final string, n int64) string {
 }
 
 var (
-	_ bridge.Target = (*Target)(nil)
-	_ bridge.Placed = (*Target)(nil)
+	_ bridge.Target           = (*Target)(nil)
+	_ bridge.MessageDirectory = (*Target)(nil)
 )
 
 // Place returns the drop-zone directory (see bridge.Placed).
 func (t *Target) Place() (string, string) { return bridge.BackendOS, t.dir }
+
+// Reads reports whether a reader of the zone takes a file of this name:
+// one not hidden or unfinished, since a reader's pattern is not known here
+// (see bridge.MessageDirectory).
+func (t *Target) Reads(name string) bool { return !ignored(name) }
 
 // Connect creates the directory when missing, takes the writer lock and
 // publishes what a previous writer left acknowledged in hidden files.
