@@ -131,7 +131,11 @@ func (r *Route) deliver(ctx context.Context, batch []*Message) error {
 		}
 	}
 	err := r.Target.WriteBatch(ctx, batch)
-	if err == nil || r.dl == nil || !errors.Is(err, ErrRejected) {
+	if err == nil {
+		r.dl.accepted(batch)
+		return nil
+	}
+	if r.dl == nil || !errors.Is(err, ErrRejected) {
 		return err
 	}
 	if len(batch) == 1 {
@@ -186,6 +190,18 @@ func (r *Route) deadLetter(ctx context.Context, m *Message, cause error) error {
 		o.DeadLettered(1)
 	}
 	return nil
+}
+
+// accepted forgets the refusals counted for the messages of batch, which
+// the target has now taken: a message refused fewer than maxTries times
+// and then accepted leaves no count behind. dl may be nil.
+func (dl *deadLetters) accepted(batch []*Message) {
+	if dl == nil || len(dl.attempts) == 0 {
+		return
+	}
+	for _, m := range batch {
+		delete(dl.attempts, m.ID)
+	}
 }
 
 // unpermanent keeps err's text but lets the route retry it.
