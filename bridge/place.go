@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strings"
 )
 
 // ErrSamePlace is returned (wrapped in a *ConfigError) by NewRoute when two
@@ -34,9 +35,9 @@ type Placed interface {
 // refused: the file would be read as a message, even half written.
 type MessageDirectory interface {
 	Placed
-	// Reads reports whether a file of this name that appears in the
-	// directory is read as a message.
-	Reads(name string) bool
+	// Reads reports whether a file at this path in the directory (a name,
+	// or a slash-separated path into a subdirectory) is read as a message.
+	Reads(rel string) bool
 }
 
 // StateKeeper is implemented by a source that keeps its progress in a file
@@ -109,10 +110,14 @@ func fileInDirectory(x any, dirSide string, y any, side, consequence string) err
 		return nil
 	}
 	dir, file, ok := placesOf(md, fp)
-	if !ok || filepath.Dir(file.key) != dir.key || !md.Reads(filepath.Base(file.key)) {
+	if !ok {
 		return nil
 	}
-	return &ConfigError{Err: fmt.Errorf("%w: the %s %s is a file that is read as a message from the %s %s, %s",
+	rel, err := filepath.Rel(dir.key, file.key)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || !md.Reads(filepath.ToSlash(rel)) {
+		return nil
+	}
+	return &ConfigError{Err: fmt.Errorf("%w: the %s %s is a file inside the %s %s, whose files are read as messages, %s",
 		ErrSamePlace, side, file.path, dirSide, dir.key, consequence)}
 }
 

@@ -313,9 +313,9 @@ func (s *Source) SpoolPath() string { return s.opts.Path }
 // Place returns the spool directory and its backend (see bridge.Placed).
 func (s *Source) Place() (string, string) { return s.opts.place() }
 
-// Reads reports true for every name: each file in a spool's directory is a
-// chunk, a sidecar or a record of the spool's, so a route writing one
-// there is refused (see bridge.MessageDirectory).
+// Reads reports true for every path: each file in a spool's directory or
+// its shard directories is a chunk, a sidecar or a record of the spool's,
+// so a route writing one there is refused (see bridge.MessageDirectory).
 func (s *Source) Reads(string) bool { return true }
 
 // SpoolStats scans the spool.

@@ -122,12 +122,12 @@ func (s *Source) Place() (string, string) { return bridge.BackendOS, s.dir }
 // StatePlace returns the state file (see bridge.StateKeeper).
 func (s *Source) StatePlace() (string, string) { return bridge.BackendOS, s.statePath }
 
-// Reads reports whether the source reads a file of this name in the zone:
-// one that matches the pattern and is not hidden or unfinished (see
-// bridge.MessageDirectory).
-func (s *Source) Reads(name string) bool {
-	ok, _ := path.Match(s.pattern, name)
-	return ok && !ignored(name)
+// Reads reports whether the source reads a file at this path in the zone:
+// one directly in it that matches the pattern and is not hidden or
+// unfinished (see bridge.MessageDirectory).
+func (s *Source) Reads(rel string) bool {
+	ok, _ := path.Match(s.pattern, rel)
+	return ok && !strings.Contains(rel, "/") && !ignored(rel)
 }
 
 // Connect opens the zone, takes the reader lock (a second reader of the

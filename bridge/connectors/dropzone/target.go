@@ -109,10 +109,10 @@ var (
 // Place returns the drop-zone directory (see bridge.Placed).
 func (t *Target) Place() (string, string) { return bridge.BackendOS, t.dir }
 
-// Reads reports whether a reader of the zone takes a file of this name:
-// one not hidden or unfinished, since a reader's pattern is not known here
-// (see bridge.MessageDirectory).
-func (t *Target) Reads(name string) bool { return !ignored(name) }
+// Reads reports whether a reader of the zone takes a file at this path:
+// one directly in the zone, not hidden or unfinished, since a reader's
+// pattern is not known here (see bridge.MessageDirectory).
+func (t *Target) Reads(rel string) bool { return !strings.Contains(rel, "/") && !ignored(rel) }
 
 // Connect creates the directory when missing, takes the writer lock and
 // publishes what a previous writer left acknowledged in hidden files.
