@@ -9,10 +9,10 @@ import (
 )
 
 // ErrSamePlace is returned (wrapped in a *ConfigError) by NewRoute when two
-// ends of a route are the same directory or file: a source that is its
-// target would read its own output forever (and a draining route never
-// ends), and a target that is its dead-letter endpoint would mix refused
-// messages with the delivered ones.
+// ends of a route are the same directory, file or broker topic: a source
+// that is its target would read its own output forever (and a draining
+// route never ends), and a target that is its dead-letter endpoint would
+// mix refused messages with the delivered ones.
 var ErrSamePlace = errors.New("two ends of the route are the same place")
 
 // Placed is implemented by a source or target that reads or writes a

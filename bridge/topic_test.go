@@ -1,0 +1,65 @@
+package bridge_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/mqb-project/mqb/bridge"
+	"github.com/mqb-project/mqb/bridge/connectors/mqtt"
+	"github.com/mqb-project/mqb/bridge/connectors/nats"
+)
+
+// TestSameTopicRefused: a route whose input subscribes to what its output
+// or dead_letter publishes on the same broker, or whose output and
+// dead_letter publish to one topic, is refused; no broker is needed, as
+// NewRoute connects to none.
+func TestSameTopicRefused(t *testing.T) {
+	e := bridge.NewEnv()
+	mqtt.Register(e)
+	nats.Register(e)
+	m := func(q string) bridge.Endpoint { return bridge.Endpoint{URL: "mqtt://127.0.0.1:1883?" + q} }
+	n := func(q string) bridge.Endpoint { return bridge.Endpoint{URL: "nats://127.0.0.1:4222?durable=d&" + q} }
+	none := bridge.Endpoint{}
+	for _, tc := range []struct {
+		name          string
+		in, out, dead bridge.Endpoint
+		refused       string
+	}{
+		{"mqtt, one topic", m("topic=loop/t"), m("topic=loop/t"), none, `the input subscribes to "loop/t" on 127.0.0.1:1883, which receives what the output publishes to "loop/t", so the route would read what it writes forever`},
+		{"mqtt, # filter", m("topic=loop/%23"), m("topic=loop/t/x"), none, `receives what the output publishes to "loop/t/x"`},
+		{"mqtt, # filter takes the parent level", m("topic=loop/%23"), m("topic=loop"), none, `receives what the output`},
+		{"mqtt, + filter", m("topic=loop/%2B/x"), m("topic=loop/t/x"), none, `receives what the output`},
+		{"mqtt, localhost is 127.0.0.1", bridge.Endpoint{URL: "mqtt://localhost?topic=a"}, m("topic=a"), none, `on localhost:1883`},
+		{"mqtt, dead letter subscribed to", m("topic=loop/%23"), m("topic=out"), m("topic=loop/bad"), `receives what the dead_letter publishes to "loop/bad"`},
+		{"mqtt, output is the dead letter", m("topic=in"), m("topic=out"), bridge.Endpoint{URL: "mqtt://[::1]:1883?topic=out"}, `the output and the dead_letter both publish to "out" on 127.0.0.1:1883, so refused messages would land among the delivered ones`},
+		{"mqtt, + takes one level only", m("topic=loop/%2B"), m("topic=loop/t/x"), none, ""},
+		{"mqtt, a wildcard first does not take $ topics", m("topic=%2B/t"), m("topic=$SYS/t"), none, ""},
+		{"mqtt, another port", m("topic=a"), bridge.Endpoint{URL: "mqtt://127.0.0.1:1884?topic=a"}, none, ""},
+		{"mqtt, another host", m("topic=a"), bridge.Endpoint{URL: "mqtt://10.1.2.3?topic=a"}, none, ""},
+		{"mqtt, three topics", m("topic=in"), m("topic=out"), m("topic=bad"), ""},
+		{"nats, one subject", n("subject=orders.new"), n("subject=orders.new"), none, `the input subscribes to "orders.new" on 127.0.0.1:4222, which receives what the output publishes to "orders.new"`},
+		{"nats, > filter, one of several servers", n("subject=orders.%3E"), bridge.Endpoint{URL: "nats://10.1.2.3,localhost?subject=orders.eu.new"}, none, `receives what the output publishes to "orders.eu.new"`},
+		{"nats, * filter, dead letter", n("subject=orders.*"), n("subject=out"), n("subject=orders.bad"), `receives what the dead_letter publishes`},
+		{"nats, output is the dead letter", n("subject=in"), n("subject=out&stream=OUT"), n("subject=out"), `the output and the dead_letter both publish to "out"`},
+		{"nats, * takes one token only", n("subject=orders.*"), n("subject=orders.eu.new"), none, ""},
+		{"nats, two streams named", n("subject=orders.new&stream=A"), n("subject=orders.new&stream=B"), none, ""},
+		{"nats and mqtt on one host", n("subject=a"), bridge.Endpoint{URL: "mqtt://127.0.0.1:4222?topic=a"}, none, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &bridge.Config{Input: tc.in, Output: tc.out}
+			if tc.dead.URL != "" {
+				c.DeadLetter = &tc.dead
+			}
+			_, err := e.NewRoute(c)
+			if tc.refused == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, bridge.ErrSamePlace)
+			require.ErrorIs(t, err, bridge.ErrConfig)
+			assert.Contains(t, err.Error(), tc.refused)
+		})
+	}
+}
