@@ -65,6 +65,9 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown option", "input: {dir_spool: {path: /a, fsynk: none}}\noutput: {url: \"dir-spool:///b\"}\n", `line 1: input: dir_spool: option "fsynk": unknown dir_spool option (valid:`},
 		{"nested option", "input: {dir_spool: {path: {a: 1}}}\noutput: {url: \"dir-spool:///b\"}\n", `option "path" must be a single value`},
 		{"relative path", "input: {dir_spool: {path: spool}}\noutput: {url: \"dir-spool:///b\"}\n", "must be an absolute path"},
+		{"# in a URL", "input: {url: \"dir-spool:///a#1\"}\noutput: {url: \"dir-spool:///b\"}\n", `line 1: input: "dir-spool:///a#1" holds a "#", which would end the URL there: write it as %23`},
+		{"URL that does not parse", "input: {url: \"dir-spool://h:x/a\"}\noutput: {url: \"dir-spool:///b\"}\n", `"dir-spool://h:x/a" is not a valid URL; write a "/", "?", "@", "%" or space inside a user name, password or value as %2F`},
+		{"near miss of a scheme", "input: {url: \"dir-spol://h:x/a\"}\noutput: {url: \"dir-spool:///b\"}\n", `is not a valid URL; did you mean dir-spool://?`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := e.FromConfig(strings.NewReader(tc.yaml))

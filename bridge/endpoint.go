@@ -81,10 +81,15 @@ func (e *Env) Resolve(ep Endpoint) (*Resolved, error) {
 
 func (e *Env) resolveURL(raw string) (*Resolved, error) {
 	display := Redact(raw)
+	if strings.Contains(raw, "#") {
+		// url.Parse would cut the URL there and drop the rest as a
+		// fragment: a topic filter's #, a path's or a password's.
+		return nil, &ConfigError{Err: fmt.Errorf("%q holds a \"#\", which would end the URL there: write it as %%23", display)}
+	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		// url.Parse quotes the whole URL in its error: do not leak a password.
-		return nil, &ConfigError{Err: fmt.Errorf("%q is not a valid URL%s", display, e.schemeHint(raw))}
+		return nil, &ConfigError{Err: fmt.Errorf("%q is not a valid URL%s", display, e.urlHint(raw))}
 	}
 	if u.Scheme == "" {
 		return nil, &ConfigError{Err: unknownEndpoint(fmt.Sprintf("%q has no scheme (valid: %s)", display, strings.Join(e.Schemes(), ", ")))}

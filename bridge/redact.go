@@ -31,8 +31,8 @@ var (
 //     (passwords given as YAML fields, tokens, anything FindSecrets found
 //     earlier in another text);
 //   - the password of every URL's user info (user:xxxxx@host), and the
-//     whole user info of a URL that does not parse, since its parts cannot
-//     be told apart;
+//     whole user info of a URL that does not parse or whose user info a
+//     bare "#" cut short, since its parts cannot be told apart;
 //   - the value of password, sslpassword, token, secret... settings, as URL
 //     query parameters or key=value connection strings.
 //
@@ -85,18 +85,33 @@ func FindSecrets(text string) []string {
 	return out
 }
 
-// userInfo returns the user info of the URL text u and where it ends.
+// userInfo returns the user info of the URL text u and where it ends. A
+// password with a bare "#", "/" or "?" ends the URL's authority before its
+// "@": the URL then does not parse (the password's start reads as a bad
+// port), or its "@" lands in the fragment. The user info is then taken to
+// run to the last "@", which may mask more than the password, never less.
 func userInfo(u string) (info string, end int, ok bool) {
 	start := strings.Index(u, "://") + 3
-	auth := u[start:]
-	if i := strings.IndexAny(auth, "/?#"); i >= 0 {
-		auth = auth[:i]
+	rest := u[start:]
+	auth := rest
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		auth = rest[:i]
 	}
 	at := strings.LastIndex(auth, "@")
+	if at < 0 && auth != "" && authorityCutShort(u) {
+		at = strings.LastIndex(rest, "@")
+	}
 	if at < 0 {
 		return "", 0, false
 	}
-	return auth[:at], start + at, true
+	return rest[:at], start + at, true
+}
+
+// authorityCutShort reports whether the URL text u fails to parse, or
+// parses with an "@" in its fragment.
+func authorityCutShort(u string) bool {
+	p, err := url.Parse(u)
+	return err != nil || strings.Contains(p.Fragment, "@")
 }
 
 func redactURLText(u string) string {
@@ -105,7 +120,7 @@ func redactURLText(u string) string {
 		return u
 	}
 	start := end - len(info)
-	if _, err := url.Parse(u); err != nil {
+	if authorityCutShort(u) { // its parts cannot be told apart
 		return u[:start] + Masked + u[end:]
 	}
 	if user, _, has := strings.Cut(info, ":"); has {

@@ -25,6 +25,13 @@ func TestRedact(t *testing.T) {
 		`parse "nats://u:s3cret@[::1?subject=s": bad`:        `parse "nats://xxxxx@[::1?subject=s": bad`,
 		"two: mqtt://a:p1@h?topic=x and nats://b:p2@h:1?s=1": "two: mqtt://a:xxxxx@h?topic=x and nats://b:xxxxx@h:1?s=1",
 		"user:pa@ss@host: postgres://u:pa@ss@h/db":           "user:pa@ss@host: postgres://u:xxxxx@h/db",
+		"postgres://u:pa#ss@h/db?table=t":                    "postgres://xxxxx@h/db?table=t",
+		"mqtt://u:1234#5@h?topic=t":                          "mqtt://xxxxx@h?topic=t",
+		"nats://t0ken#x@h:4222?subject=s":                    "nats://xxxxx@h:4222?subject=s",
+		"postgres://u:pa/ss@h/db":                            "postgres://xxxxx@h/db",
+		"nats://u:pa?ss@h:4222?subject=s":                    "nats://xxxxx@h:4222?subject=s",
+		"dir-spool:///var/spool/a@b#c@d":                     "dir-spool:///var/spool/a@b#c@d",
+		"mqtt://h:1883?topic=a@b":                            "mqtt://h:1883?topic=a@b",
 	} {
 		assert.Equal(t, want, bridge.Redact(in), in)
 	}
@@ -48,6 +55,8 @@ func TestFindSecrets(t *testing.T) {
 		"host=h password='s3 cret'":                 {"s3 cret"},
 		"nats://h?token=tk&subject=s":               {"tk"},
 		"postgres://u@h/db":                         nil,
+		"postgres://u:pa#ss@h/db":                   {"pa#ss"},
+		"mqtt://u:1234#5@h?topic=t":                 {"1234#5"},
 	} {
 		assert.Equal(t, want, bridge.FindSecrets(in), in)
 	}

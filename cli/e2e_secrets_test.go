@@ -33,9 +33,10 @@ var schemeQuery = map[string]string{
 
 // secretURLs returns, for scheme, URLs that carry the password well-formed
 // and in every malformed way we know: a port that is not a number, an
-// unclosed [, a bad % escape, a ; separator, a password query parameter, an
-// unknown option, a path where none belongs, and a token as user info when
-// the scheme's connector reads one there.
+// unclosed [, a bad % escape, a bare "#", "/" or "?" in the password, a ;
+// separator, a password query parameter, an unknown option, a path where
+// none belongs, and a token as user info when the scheme's connector reads
+// one there.
 func secretURLs(t *testing.T, scheme string) []string {
 	t.Helper()
 	c, ok := bridge.DefaultEnv.ConnectorForScheme(scheme)
@@ -58,6 +59,10 @@ func secretURLs(t *testing.T, scheme string) []string {
 		base + "u:" + leak + "@[::1" + path + "?" + q,
 		base + "u:" + leak + "@127.0.0.1:1" + path + "?" + amp("x=%zz"),
 		base + "u:" + leak + "%zz@127.0.0.1:1" + path + "?" + q,
+		base + "u:" + leak + "#x@127.0.0.1:1" + path + "?" + q,
+		base + "u:1#" + leak + "@127.0.0.1:1" + path + "?" + q,
+		base + "u:" + leak + "/x@127.0.0.1:1" + path + "?" + q,
+		base + "u:" + leak + "?x@127.0.0.1:1" + path + "?" + q,
 		base + "u:" + leak + "@127.0.0.1:1" + path + "?" + amp("a=1;b=2"),
 		base + "127.0.0.1:1" + path + "?" + amp("password="+leak),
 		base + "127.0.0.1:1" + path + "?" + amp("password="+leak+"%zz"),
@@ -66,7 +71,8 @@ func secretURLs(t *testing.T, scheme string) []string {
 		base + "u:" + leak + "@127.0.0.1:1/some/path?" + q,
 	}
 	if c.TokenUser {
-		urls = append(urls, base+leak+"@127.0.0.1:1"+path+"?"+q, base+leak+"@127.0.0.1:notaport"+path+"?"+q)
+		urls = append(urls, base+leak+"@127.0.0.1:1"+path+"?"+q, base+leak+"@127.0.0.1:notaport"+path+"?"+q,
+			base+leak+"#x@127.0.0.1:1"+path+"?"+q)
 	}
 	return urls
 }

@@ -17,7 +17,7 @@
 // source subscribes again on every new connection.
 //
 //	mqb copy \
-//	  --from 'mqtt://broker.local:1883?topic=telemetry/#&client_id=telemetry-spool' \
+//	  --from 'mqtt://broker.local:1883?topic=telemetry/%23&client_id=telemetry-spool' \
 //	  --to 'dir-spool:///var/spool/telemetry'
 //
 // In a route file:
