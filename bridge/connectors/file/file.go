@@ -14,7 +14,8 @@
 // without extension), path and line metadata, and the input ends at the end
 // of the file. As a target, each batch is appended and fsync'd before it is
 // acknowledged; a failed batch is cut off again, so the file never keeps a
-// partial record.
+// partial record. A target is the file's only writer: it holds a lock on
+// it (lock.go) and checks before each batch that nobody else changed it.
 package file
 
 import (
@@ -264,11 +265,7 @@ var _ bridge.Target = (*target)(nil)
 func (t *target) Connect(ctx context.Context) error {
 	_, statErr := os.Stat(t.path)
 	created := errors.Is(statErr, fs.ErrNotExist)
-	flags := os.O_WRONLY | os.O_CREATE
-	if !t.append {
-		flags |= os.O_TRUNC
-	}
-	f, err := os.OpenFile(t.path, flags, t.mode)
+	f, err := os.OpenFile(t.path, os.O_WRONLY|os.O_CREATE, t.mode)
 	if errors.Is(err, fs.ErrNotExist) { // the directory is missing: mqb does not create it
 		return bridge.Permanent(fmt.Errorf("open output: %w", err))
 	} else if err != nil {
@@ -277,6 +274,14 @@ func (t *target) Connect(ctx context.Context) error {
 	fail := func(err error) error {
 		f.Close()
 		return err
+	}
+	if err := lockOutput(f, t.path); err != nil { // before append=false empties it
+		return fail(err)
+	}
+	if !t.append {
+		if err := f.Truncate(0); err != nil {
+			return fail(fmt.Errorf("empty %s: %w", t.path, err))
+		}
 	}
 	if created || !t.append {
 		if err := f.Sync(); err != nil {
@@ -335,6 +340,9 @@ func (t *target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 	if t.sep {
 		data = append([]byte{'\n'}, data...)
 	}
+	if err := t.checkSize(); err != nil {
+		return err
+	}
 	if _, err := t.f.WriteAt(data, t.size); err != nil {
 		return t.cutBack(err)
 	}
@@ -349,6 +357,9 @@ func (t *target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 // writeRaw appends the payloads of msgs one after the other, streaming
 // each Body (file to file in the kernel where the system can).
 func (t *target) writeRaw(msgs []*bridge.Message) error {
+	if err := t.checkSize(); err != nil {
+		return err
+	}
 	if _, err := t.f.Seek(t.size, io.SeekStart); err != nil {
 		return fmt.Errorf("append to %s: %w", t.path, err)
 	}
@@ -361,6 +372,23 @@ func (t *target) writeRaw(msgs []*bridge.Message) error {
 		}
 	}
 	return t.commit(n)
+}
+
+// checkSize stops the target, before it writes at the end it knows, when
+// the file is no longer that size: a program that takes no writer lock
+// appended to it (the batch would land on top of those bytes) or cut it
+// (the batch would leave a hole of zeros).
+func (t *target) checkSize() error {
+	fi, err := t.f.Stat()
+	if err != nil {
+		return fmt.Errorf("append to %s: %w", t.path, err)
+	}
+	if fi.Size() != t.size {
+		t.failed = bridge.Permanent(fmt.Errorf("append to %s: it holds %d bytes where this route left %d: another program wrote to it or cut it; give the route a file of its own",
+			t.path, fi.Size(), t.size))
+		return t.failed
+	}
+	return nil
 }
 
 // cutBack cuts off a batch whose append failed with err.
