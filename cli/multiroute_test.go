@@ -72,6 +72,19 @@ func TestSeveralRoutesInOneProcess(t *testing.T) {
 		assert.Equal(t, 2, r.code)
 		assert.Contains(t, r.stderr, `would both be route "orders"`)
 	})
+	t.Run("a shared dead letter starts nothing", func(t *testing.T) {
+		withDead := func(name, in, out string) string {
+			return writeFile(t, filepath.Join(dir, name+".yaml"), "input: {url: \""+in+"\"}\noutput: {url: \""+out+
+				"\"}\ndead_letter: {url: \"dir-spool://"+spool("dead")+"\"}\ndrain: true\n")
+		}
+		x := withDead("x", "dir-spool://"+spool("b"), "file://"+spool("x.out"))
+		y := withDead("y", "dir-spool://"+spool("never"), "file://"+spool("y.out"))
+		r := run(t, "", "run", x, y)
+		assert.Equal(t, 2, r.code)
+		assert.Contains(t, r.stderr, "route x's dead_letter and route y's dead_letter both write to "+spool("dead")+", which takes one writer at a time")
+		assert.NotContains(t, r.stderr, "route started")
+		assert.NoFileExists(t, spool("x.out"))
+	})
 	t.Run("a bad file starts nothing", func(t *testing.T) {
 		bad := writeFile(t, filepath.Join(dir, "bad.yaml"), "input: {url: \"nope://\"}\noutput: {url: \"stdout://\"}\n")
 		r := run(t, "", "run", b, bad)

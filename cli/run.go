@@ -36,8 +36,10 @@ standard input.
 
 Several route files run at the same time in one process, each with its own
 claims and its own route label in logs and metrics (the file name without
-its extension). A route that fails leaves the others running unless
---fail-fast is given; the exit status is that of the worst route.`,
+its extension). Two of them may not write to one spool, drop zone or file,
+nor read one spool: run refuses that before starting any. A route that
+fails leaves the others running unless --fail-fast is given; the exit
+status is that of the worst route.`,
 		Example: `  mqb run route.yaml
   ORDERS=/var/spool/orders mqb run --set batch.size=500 route.yaml
   generate-route | mqb run -
@@ -92,6 +94,13 @@ func (a *app) routeJobs(paths, sets []string) ([]routeJob, error) {
 			return nil, &bridge.ConfigError{Where: configName(path), Err: err}
 		}
 		jobs = append(jobs, routeJob{label: "run", name: name, cfg: c, route: route})
+	}
+	routeNames, routes := make([]string, len(jobs)), make([]*bridge.Route, len(jobs))
+	for i, j := range jobs {
+		routeNames[i], routes[i] = j.name, j.route
+	}
+	if err := bridge.RoutesApart(routeNames, routes); err != nil {
+		return nil, err
 	}
 	return jobs, nil
 }
