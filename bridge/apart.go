@@ -2,6 +2,23 @@ package bridge
 
 import "fmt"
 
+// SessionHolder is implemented by an end that holds, while connected, a
+// session that one connection at a time may have: an MQTT client id on its
+// broker, which the broker takes from the last holder whenever another
+// connects with it, so two holders would throw each other off forever.
+// NewRoute and RoutesApart refuse two ends with one session.
+type SessionHolder interface {
+	// Session returns the session's description, for messages, and the
+	// key two sessions are compared by.
+	Session() (what, key string)
+}
+
+// SessionKey is the key of a session named id on the broker at addr
+// (host:port), loopback names alike (see Topic.Brokers).
+func SessionKey(protocol, addr, id string) string {
+	return protocol + "\x00" + brokerKey(addr) + "\x00" + id
+}
+
 // RoutesApart refuses routes that are to run side by side in one process
 // (mqb run with several route files) when two of them write to one spool,
 // drop zone or file, or read one spool or keep one drop-zone state file.
@@ -10,8 +27,13 @@ import "fmt"
 // routes[i]'s name, for the message. One route reading what another
 // writes is a pipeline, and allowed.
 func RoutesApart(names []string, routes []*Route) error {
-	writers, readers := map[string]routeEnd{}, map[string]routeEnd{}
+	writers, readers, sessions := map[string]routeEnd{}, map[string]routeEnd{}, map[string]routeEnd{}
 	for i, r := range routes {
+		for _, end := range routeEnds(names[i], r.Source, r.Target, r.DeadLetter) {
+			if err := end.holdSession(sessions); err != nil {
+				return err
+			}
+		}
 		for _, end := range []routeEnd{
 			{names[i], "output", r.Target}, {names[i], "dead_letter", r.DeadLetter},
 		} {
@@ -50,6 +72,47 @@ func (e routeEnd) claim(taken map[string]routeEnd, verb, rule string) error {
 		taken[key] = e
 		return nil
 	}
-	return &ConfigError{Err: fmt.Errorf("%w: route %s's %s and route %s's %s both %s %s, which %s: give each route its own",
-		ErrSamePlace, prev.route, prev.side, e.route, e.side, verb, samePlaceKey(ns, path), rule)}
+	return &ConfigError{Err: fmt.Errorf("%w: %s and %s both %s %s, which %s: give each route its own",
+		ErrSamePlace, prev.name(), e.name(), verb, samePlaceKey(ns, path), rule)}
+}
+
+// routeEnds names the three ends of route name (dead may be nil).
+func routeEnds(name string, src Source, tgt, dead Target) []routeEnd {
+	return []routeEnd{{name, "input", src}, {name, "output", tgt}, {name, "dead_letter", dead}}
+}
+
+// holdSession records e's session in held, or returns a configuration
+// error when another end holds it already.
+func (e routeEnd) holdSession(held map[string]routeEnd) error {
+	sh, ok := e.end.(SessionHolder)
+	if !ok {
+		return nil
+	}
+	what, key := sh.Session()
+	prev, dup := held[key]
+	if !dup {
+		held[key] = e
+		return nil
+	}
+	return &ConfigError{Err: fmt.Errorf("%w: %s and %s both connect as %s, which the broker gives one connection at a time, so each would throw the other off: give one of them another client_id",
+		ErrSamePlace, prev.name(), e.name(), what)}
+}
+
+// name is "the input", or "route a's input" when routes are compared.
+func (e routeEnd) name() string {
+	if e.route == "" {
+		return "the " + e.side
+	}
+	return "route " + e.route + "'s " + e.side
+}
+
+// checkSessions refuses a route two of whose ends hold one session.
+func checkSessions(src Source, tgt, dead Target) error {
+	held := map[string]routeEnd{}
+	for _, e := range routeEnds("", src, tgt, dead) {
+		if err := e.holdSession(held); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -263,6 +263,9 @@ func (e *Env) NewRoute(c *Config) (*Route, error) {
 	if err := checkTopics(src, tgt, dead); err != nil {
 		return nil, err
 	}
+	if err := checkSessions(src, tgt, dead); err != nil {
+		return nil, err
+	}
 	pipe, err := c.Pipeline.pipeline()
 	if err != nil {
 		return nil, err

@@ -63,3 +63,45 @@ func TestSameTopicRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestSameSessionRefused: two ends that would connect to one MQTT broker
+// with one client id, in one route or in two routes of one run, are
+// refused; targets with their random ids are not.
+func TestSameSessionRefused(t *testing.T) {
+	e := bridge.NewEnv()
+	mqtt.Register(e)
+	m := func(host, q string) bridge.Endpoint { return bridge.Endpoint{URL: "mqtt://" + host + "?" + q} }
+	for _, tc := range []struct {
+		name    string
+		in, out bridge.Endpoint
+		refused string
+	}{
+		{"one client id", m("127.0.0.1", "topic=a&client_id=x"), m("127.0.0.1", "topic=b&client_id=x"),
+			`the input and the output both connect as MQTT client id "x" on 127.0.0.1:1883, which the broker gives one connection at a time`},
+		{"one broker spelled twice", m("localhost", "topic=a&client_id=x"), m("[::1]:1883", "topic=b&client_id=x"), `both connect as MQTT client id "x"`},
+		{"two brokers", m("127.0.0.1", "topic=a&client_id=x"), m("127.0.0.1:1884", "topic=b&client_id=x"), ""},
+		{"a random target id", m("127.0.0.1", "topic=a"), m("127.0.0.1", "topic=b"), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.NewRoute(&bridge.Config{Input: tc.in, Output: tc.out})
+			if tc.refused == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, bridge.ErrSamePlace)
+			assert.Contains(t, err.Error(), tc.refused)
+		})
+	}
+	t.Run("two routes reading one topic", func(t *testing.T) {
+		var routes []*bridge.Route
+		for _, out := range []string{"a", "b"} {
+			r, err := e.NewRoute(&bridge.Config{Input: m("127.0.0.1", "topic=in"), Output: m("127.0.0.1", "topic="+out)})
+			require.NoError(t, err)
+			routes = append(routes, r)
+		}
+		err := bridge.RoutesApart([]string{"a", "b"}, routes)
+		require.ErrorIs(t, err, bridge.ErrSamePlace)
+		assert.Contains(t, err.Error(), `route a's input and route b's input both connect as MQTT client id "mqb-`)
+		assert.Contains(t, err.Error(), "give one of them another client_id")
+	})
+}

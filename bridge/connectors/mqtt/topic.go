@@ -1,6 +1,7 @@
 package mqtt
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/mqb-project/mqb/bridge"
@@ -46,3 +47,21 @@ func filterMatches(filter, topic string) bool {
 	}
 	return len(fs) == len(ts)
 }
+
+var (
+	_ bridge.SessionHolder = (*Source)(nil)
+	_ bridge.SessionHolder = (*Target)(nil)
+)
+
+// session describes the client id's session on the broker (see
+// bridge.SessionHolder).
+func (c *config) session(clientID string) (string, string) {
+	return fmt.Sprintf("MQTT client id %q on %s", clientID, c.broker), bridge.SessionKey("mqtt", c.broker, clientID)
+}
+
+// Session returns the source's client id on its broker.
+func (s *Source) Session() (string, string) { return s.cfg.session(s.clientID) }
+
+// Session returns the target's client id on its broker (a random one,
+// unless client_id is set).
+func (t *Target) Session() (string, string) { return t.cfg.session(t.clientID) }
