@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/mqb-project/mqb/bridge"
@@ -22,11 +21,7 @@ func TestRoutesApart(t *testing.T) {
 	ep := func(url string) bridge.Endpoint { return bridge.Endpoint{URL: url} }
 	sp := func(name string) bridge.Endpoint { return ep("dir-spool://" + root + "/" + name) }
 	route := func(in, out bridge.Endpoint, dead ...bridge.Endpoint) *bridge.Config {
-		c := &bridge.Config{Input: in, Output: out}
-		if len(dead) > 0 {
-			c.DeadLetter = &dead[0]
-		}
-		return c
+		return placeRoute(in, out, append(dead, bridge.Endpoint{})[0])
 	}
 	for _, tc := range []struct {
 		name    string
@@ -56,14 +51,7 @@ func TestRoutesApart(t *testing.T) {
 				require.NoError(t, err)
 				routes = append(routes, r)
 			}
-			err := bridge.RoutesApart([]string{"a", "b"}, routes)
-			if tc.refused == "" {
-				require.NoError(t, err)
-				return
-			}
-			require.ErrorIs(t, err, bridge.ErrSamePlace)
-			require.ErrorIs(t, err, bridge.ErrConfig)
-			assert.Contains(t, err.Error(), tc.refused)
+			requireRefused(t, bridge.RoutesApart([]string{"a", "b"}, routes), tc.refused)
 		})
 	}
 }

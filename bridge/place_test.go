@@ -23,6 +23,29 @@ func placeEnv() *bridge.Env {
 	return e
 }
 
+// placeRoute is the configuration of a route from in to out, with dead as
+// its dead letter unless dead's URL is empty.
+func placeRoute(in, out, dead bridge.Endpoint) *bridge.Config {
+	c := &bridge.Config{Input: in, Output: out}
+	if dead.URL != "" {
+		c.DeadLetter = &dead
+	}
+	return c
+}
+
+// requireRefused requires err to be nil when refused is empty, and else a
+// same-place configuration error (exit 2) that says refused.
+func requireRefused(t *testing.T, err error, refused string) {
+	t.Helper()
+	if refused == "" {
+		require.NoError(t, err)
+		return
+	}
+	require.ErrorIs(t, err, bridge.ErrSamePlace)
+	require.ErrorIs(t, err, bridge.ErrConfig, "a usage error: exit 2")
+	assert.Contains(t, err.Error(), refused)
+}
+
 // TestSameDirectoryRefused: a route whose source and target are one
 // directory, however the two are spelled, is a configuration error.
 func TestSameDirectoryRefused(t *testing.T) {
@@ -148,18 +171,8 @@ func TestFileInMessageDirectoryRefused(t *testing.T) {
 		{"dead-letter file is a state file kept elsewhere", bridge.Endpoint{URL: "dropzone://" + zone + "?state_path=" + filepath.Dir(zone) + "/s.json"}, other, fileAt(filepath.Dir(zone) + "/s.json"), "the input's state file and the dead_letter are both"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &bridge.Config{Input: tc.in, Output: tc.out}
-			if tc.dead.URL != "" {
-				c.DeadLetter = &tc.dead
-			}
-			_, err := e.NewRoute(c)
-			if tc.refused == "" {
-				require.NoError(t, err)
-				return
-			}
-			require.ErrorIs(t, err, bridge.ErrSamePlace)
-			require.ErrorIs(t, err, bridge.ErrConfig)
-			assert.Contains(t, err.Error(), tc.refused)
+			_, err := e.NewRoute(placeRoute(tc.in, tc.out, tc.dead))
+			requireRefused(t, err, tc.refused)
 		})
 	}
 }

@@ -13,12 +13,20 @@ import (
 	"github.com/mqb-project/mqb/bridge/connectors/file"
 )
 
-func target(t *testing.T, url string) bridge.Target {
+// newTarget builds a file target without connecting it.
+func newTarget(t *testing.T, url string) bridge.Target {
 	t.Helper()
 	e := bridge.NewEnv()
 	file.Register(e)
 	tgt, _, err := e.NewTarget(bridge.Endpoint{URL: url})
 	require.NoError(t, err)
+	return tgt
+}
+
+// target builds a file target and connects it until the test ends.
+func target(t *testing.T, url string) bridge.Target {
+	t.Helper()
+	tgt := newTarget(t, url)
 	require.NoError(t, tgt.Connect(context.Background()))
 	t.Cleanup(func() { tgt.Close(context.Background(), nil) })
 	return tgt

@@ -18,18 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mqb-project/mqb/bridge"
-	"github.com/mqb-project/mqb/bridge/connectors/file"
 )
-
-// newTarget builds a file target without connecting it.
-func newTarget(t *testing.T, url string) bridge.Target {
-	t.Helper()
-	e := bridge.NewEnv()
-	file.Register(e)
-	tgt, _, err := e.NewTarget(bridge.Endpoint{URL: url})
-	require.NoError(t, err)
-	return tgt
-}
 
 // Two targets of one file, as two routes of one mqb run would have: the
 // second fails at Connect and, with append=false, empties nothing; once the
