@@ -262,61 +262,87 @@ type target struct {
 
 var _ bridge.Target = (*target)(nil)
 
+// Connect opens the output as its only writer, empties it with
+// append=false, and learns how it ends (a missing final line break, a CSV
+// header) so that appended records follow on.
 func (t *target) Connect(ctx context.Context) error {
-	_, statErr := os.Stat(t.path)
-	created := errors.Is(statErr, fs.ErrNotExist)
-	f, err := os.OpenFile(t.path, os.O_WRONLY|os.O_CREATE, t.mode)
-	if errors.Is(err, fs.ErrNotExist) { // the directory is missing: mqb does not create it
-		return bridge.Permanent(fmt.Errorf("open output: %w", err))
-	} else if err != nil {
-		return fmt.Errorf("open output: %w", err)
-	}
-	fail := func(err error) error {
-		f.Close()
+	f, err := t.openOutput()
+	if err != nil {
 		return err
-	}
-	if err := lockOutput(f, t.path); err != nil { // before append=false empties it
-		return fail(err)
-	}
-	if !t.append {
-		if err := f.Truncate(0); err != nil {
-			return fail(fmt.Errorf("empty %s: %w", t.path, err))
-		}
-	}
-	if created || !t.append {
-		if err := f.Sync(); err != nil {
-			return fail(fmt.Errorf("sync %s: %w", t.path, err))
-		}
-		if err := syncDir(filepath.Dir(t.path)); err != nil {
-			return fail(err)
-		}
 	}
 	fi, err := f.Stat()
 	if err != nil {
-		return fail(fmt.Errorf("open output: %w", err))
+		f.Close()
+		return fmt.Errorf("open output: %w", err)
 	}
 	t.size = fi.Size()
 	var header []string
 	if t.size > 0 && t.format != records.Raw {
-		r, err := os.Open(t.path)
-		if err != nil {
-			return fail(fmt.Errorf("read existing %s: %w", t.path, err))
+		if header, err = t.readTail(); err != nil {
+			f.Close()
+			return err
 		}
-		last := make([]byte, 1)
-		if _, err := r.ReadAt(last, t.size-1); err == nil && last[0] != '\n' {
-			t.sep = true
-		}
-		if t.format == records.CSV {
-			header, err = records.ReadCSVHeader(r, t.delim)
-			if err != nil {
-				r.Close()
-				return fail(fmt.Errorf("read the CSV header of %s to append to it: %w", t.path, err))
-			}
-		}
-		r.Close()
 	}
 	t.f, t.enc = f, records.NewEncoder(t.format, t.delim, header)
 	return nil
+}
+
+// openOutput opens the output file, creating it, and takes its writer lock
+// before append=false empties it; a new or emptied file is made durable.
+func (t *target) openOutput() (*os.File, error) {
+	_, statErr := os.Stat(t.path)
+	created := errors.Is(statErr, fs.ErrNotExist)
+	f, err := os.OpenFile(t.path, os.O_WRONLY|os.O_CREATE, t.mode)
+	if errors.Is(err, fs.ErrNotExist) { // the directory is missing: mqb does not create it
+		return nil, bridge.Permanent(fmt.Errorf("open output: %w", err))
+	} else if err != nil {
+		return nil, fmt.Errorf("open output: %w", err)
+	}
+	if err := lockOutput(f, t.path); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !t.append {
+		if err := f.Truncate(0); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("empty %s: %w", t.path, err)
+		}
+	}
+	if created || !t.append {
+		err := f.Sync()
+		if err != nil {
+			err = fmt.Errorf("sync %s: %w", t.path, err)
+		} else {
+			err = syncDir(filepath.Dir(t.path))
+		}
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// readTail notes whether the existing output lacks a final line break
+// (t.sep) and returns its CSV header, for format=csv.
+func (t *target) readTail() ([]string, error) {
+	r, err := os.Open(t.path)
+	if err != nil {
+		return nil, fmt.Errorf("read existing %s: %w", t.path, err)
+	}
+	defer r.Close()
+	last := make([]byte, 1)
+	if _, err := r.ReadAt(last, t.size-1); err == nil && last[0] != '\n' {
+		t.sep = true
+	}
+	if t.format != records.CSV {
+		return nil, nil
+	}
+	header, err := records.ReadCSVHeader(r, t.delim)
+	if err != nil {
+		return nil, fmt.Errorf("read the CSV header of %s to append to it: %w", t.path, err)
+	}
+	return header, nil
 }
 
 func (t *target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
