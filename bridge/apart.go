@@ -1,6 +1,9 @@
 package bridge
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // SessionHolder is implemented by an end that holds, while connected, a
 // session that one connection at a time may have: an MQTT client id on its
@@ -49,7 +52,73 @@ func RoutesApart(names []string, routes []*Route) error {
 			return err
 		}
 	}
+	return noCycle(names, routes)
+}
+
+// noCycle refuses routes whose outputs lead, through the others' inputs,
+// back to their own input: every message would go round them forever.
+// Spools, drop zones and files are followed, and outputs only: a dead
+// letter fed back to an input is a redrive, made on purpose.
+func noCycle(names []string, routes []*Route) error {
+	readers := map[string][]int{} // place key → the routes that read it
+	for i, r := range routes {
+		if k, _, ok := placeKeyOf(r.Source); ok {
+			readers[k] = append(readers[k], i)
+		}
+	}
+	next := func(i int) []int {
+		k, _, ok := placeKeyOf(routes[i].Target)
+		if !ok {
+			return nil
+		}
+		return readers[k]
+	}
+	for start := range routes {
+		if cycle := cycleFrom(start, next); cycle != nil {
+			var steps []string
+			for k := 0; k+1 < len(cycle); k++ {
+				_, out, _ := placeKeyOf(routes[cycle[k]].Target)
+				steps = append(steps, fmt.Sprintf("route %s writes %s, which route %s reads", names[cycle[k]], out, names[cycle[k+1]]))
+			}
+			return &ConfigError{Err: fmt.Errorf("%w: the routes form a cycle (%s), so every message would go round them forever: break it",
+				ErrSamePlace, strings.Join(steps, "; "))}
+		}
+	}
 	return nil
+}
+
+// cycleFrom returns a path of route indexes from start back to start along
+// next, or nil when there is none.
+func cycleFrom(start int, next func(int) []int) []int {
+	seen := map[int]bool{start: true}
+	var walk func(path []int) []int
+	walk = func(path []int) []int {
+		for _, j := range next(path[len(path)-1]) {
+			if j == start {
+				return append(path, j)
+			}
+			if !seen[j] {
+				seen[j] = true
+				if found := walk(append(path, j)); found != nil {
+					return found
+				}
+			}
+		}
+		return nil
+	}
+	return walk([]int{start})
+}
+
+// placeKeyOf returns, when x is Placed, the key its place is compared by
+// across namespaces and the path it really is (samePlaceKey).
+func placeKeyOf(x any) (key, real string, ok bool) {
+	p, ok := x.(Placed)
+	if !ok {
+		return "", "", false
+	}
+	ns, path := p.Place()
+	real = samePlaceKey(ns, path)
+	return ns + "\x00" + real, real, true
 }
 
 // routeEnd is one end of a named route.
@@ -61,19 +130,17 @@ type routeEnd struct {
 // claim records e's place in taken, or returns a configuration error when
 // another route's end holds it already.
 func (e routeEnd) claim(taken map[string]routeEnd, verb, rule string) error {
-	p, ok := e.end.(Placed)
+	key, real, ok := placeKeyOf(e.end)
 	if !ok {
 		return nil
 	}
-	ns, path := p.Place()
-	key := ns + "\x00" + samePlaceKey(ns, path)
 	prev, held := taken[key]
 	if !held {
 		taken[key] = e
 		return nil
 	}
 	return &ConfigError{Err: fmt.Errorf("%w: %s and %s both %s %s, which %s: give each route its own",
-		ErrSamePlace, prev.name(), e.name(), verb, samePlaceKey(ns, path), rule)}
+		ErrSamePlace, prev.name(), e.name(), verb, real, rule)}
 }
 
 // routeEnds names the three ends of route name (dead may be nil).

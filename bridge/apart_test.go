@@ -1,6 +1,7 @@
 package bridge_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,6 +10,42 @@ import (
 
 	"github.com/mqb-project/mqb/bridge"
 )
+
+// TestRoutesInACycleRefused: routes whose outputs lead back to their own
+// input are refused, naming each step; a dead letter fed back to an input
+// (a redrive) and a chain that ends are not.
+func TestRoutesInACycleRefused(t *testing.T) {
+	e := placeEnv()
+	root := t.TempDir()
+	sp := func(name string) bridge.Endpoint { return bridge.Endpoint{URL: "dir-spool://" + root + "/" + name} }
+	file := func(name string) bridge.Endpoint { return bridge.Endpoint{URL: "file://" + root + "/" + name} }
+	none := bridge.Endpoint{}
+	for _, tc := range []struct {
+		name    string
+		configs []*bridge.Config
+		refused string
+	}{
+		{"two spools", []*bridge.Config{placeRoute(sp("s1"), sp("s2"), none), placeRoute(sp("s2"), sp("s1/"), none)},
+			"the routes form a cycle (route r0 writes " + root + "/s2, which route r1 reads; route r1 writes " + root + "/s1, which route r0 reads), so every message would go round them forever"},
+		{"three routes through a file", []*bridge.Config{placeRoute(sp("a"), file("f.jsonl"), none), placeRoute(file("f.jsonl"), sp("b"), none), placeRoute(sp("b"), sp("a"), none)},
+			"route r0 writes " + root + "/f.jsonl, which route r1 reads; route r1 writes " + root + "/b, which route r2 reads; route r2 writes " + root + "/a, which route r0 reads"},
+		{"a cycle without the first route", []*bridge.Config{placeRoute(sp("a"), sp("b"), none), placeRoute(sp("c"), sp("d"), none), placeRoute(sp("d"), sp("c"), none)},
+			"(route r1 writes " + root + "/d, which route r2 reads; route r2 writes " + root + "/c, which route r1 reads)"},
+		{"a redrive of dead letters", []*bridge.Config{placeRoute(sp("in"), sp("out"), sp("dead")), placeRoute(sp("dead"), sp("in"), none)}, ""},
+		{"a chain", []*bridge.Config{placeRoute(sp("a"), sp("b"), none), placeRoute(sp("b"), sp("c"), none), placeRoute(sp("c"), sp("d"), none)}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var names []string
+			var routes []*bridge.Route
+			for i, c := range tc.configs {
+				r, err := e.NewRoute(c)
+				require.NoError(t, err)
+				names, routes = append(names, fmt.Sprintf("r%d", i)), append(routes, r)
+			}
+			requireRefused(t, bridge.RoutesApart(names, routes), tc.refused)
+		})
+	}
+}
 
 // TestRoutesApart: routes run side by side may not share a written spool,
 // drop zone or file, nor a read spool or drop-zone state file, however the
