@@ -40,6 +40,9 @@ func RoutesApart(names []string, routes []*Route) error {
 		for _, end := range []routeEnd{
 			{names[i], "output", r.Target}, {names[i], "dead_letter", r.DeadLetter},
 		} {
+			if _, shared := end.end.(SharedOutput); shared {
+				continue
+			}
 			if err := end.claim(writers, "write to", "takes one writer at a time"); err != nil {
 				return err
 			}
@@ -119,6 +122,14 @@ func placeKeyOf(x any) (key, real string, ok bool) {
 	ns, path := p.Place()
 	real = samePlaceKey(ns, path)
 	return ns + "\x00" + real, real, true
+}
+
+// SharedOutput is implemented by a Placed target that routes of one run may
+// share: standard output, to which each batch goes in one write. Its place
+// still may not be both one route's output and its dead_letter.
+type SharedOutput interface {
+	Placed
+	SharedByRoutes()
 }
 
 // routeEnd is one end of a named route.

@@ -16,8 +16,9 @@ import (
 var ErrSamePlace = errors.New("two ends of the route are the same place")
 
 // Placed is implemented by a source or target that reads or writes a
-// directory (a spool, a drop zone) or a file. NewRoute refuses a route two
-// of whose ends name the same place.
+// directory (a spool, a drop zone), a file, or standard input or output.
+// NewRoute refuses a route two of whose ends name the same place, and
+// RoutesApart two routes that would share one.
 type Placed interface {
 	// Place returns the directory or file and the namespace it lives in:
 	// BackendOS for the real filesystem (two spellings of one path — `..`,

@@ -12,6 +12,7 @@ import (
 	"github.com/mqb-project/mqb/bridge/connectors/dirspool"
 	"github.com/mqb-project/mqb/bridge/connectors/dropzone"
 	"github.com/mqb-project/mqb/bridge/connectors/file"
+	"github.com/mqb-project/mqb/bridge/connectors/stdio"
 )
 
 // placeEnv knows the connectors that are Placed.
@@ -20,6 +21,7 @@ func placeEnv() *bridge.Env {
 	dirspool.Register(e)
 	dropzone.Register(e)
 	file.Register(e)
+	stdio.Register(e)
 	return e
 }
 
@@ -113,6 +115,7 @@ func TestDeadLetterPlaceRefused(t *testing.T) {
 		{"dead letters into the output spool", spool(in), spool(out), spool(filepath.Join(root, "outlink")), out, "the output and the dead_letter"},
 		{"dead letters into the output file", spool(in), fileAt(out + ".jsonl"), fileAt(out + ".jsonl?format=lines"), out + ".jsonl", "refused messages would land among the delivered ones"},
 		{"file input and file dead letters", fileAt(in + ".jsonl"), spool(out), fileAt(in + ".jsonl"), in + ".jsonl", "the input and the dead_letter"},
+		{"output and dead letters on standard output", spool(in), bridge.Endpoint{URL: "stdout://"}, bridge.Endpoint{URL: "stdout://?format=raw"}, "standard output", "the output and the dead_letter are both"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := e.NewRoute(&bridge.Config{Input: tc.in, Output: tc.out, DeadLetter: &tc.dead})

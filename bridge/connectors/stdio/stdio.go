@@ -89,7 +89,14 @@ type source struct {
 	err   error // sticky: end of input or a read error
 }
 
-var _ bridge.Source = (*source)(nil)
+var (
+	_ bridge.Source = (*source)(nil)
+	_ bridge.Placed = (*source)(nil)
+)
+
+// Place names standard input, so that two routes of one run that would
+// split it between them are refused (see bridge.RoutesApart).
+func (s *source) Place() (string, string) { return "stdio", "standard input" }
 
 // Connect starts reading standard input in the background, so that a read
 // can be abandoned when the route stops.
@@ -206,7 +213,22 @@ func (t *target) StreamsBodies() bool { return t.raw }
 // none (bridge.PayloadForgetter).
 func (t *target) ForgetsPayloads() bool { return true }
 
-var _ bridge.Target = (*target)(nil)
+var (
+	_ bridge.Target       = (*target)(nil)
+	_ bridge.SharedOutput = (*target)(nil)
+)
+
+// Place names standard output, so that a route whose output and dead
+// letter both write there, mixing refused messages with the delivered
+// ones, is refused (see bridge.Placed).
+func (t *target) Place() (string, string) { return "stdio", "standard output" }
+
+// SharedByRoutes says that routes of one run may all write to standard
+// output: a batch of records goes out in one Write, which os.File does not
+// interleave with another goroutine's, so their batches alternate whole.
+// (With format=raw a large streamed payload takes several writes.) See
+// bridge.SharedOutput.
+func (t *target) SharedByRoutes() {}
 
 func (t *target) Connect(ctx context.Context) error {
 	t.out = t.env.Stdout
