@@ -288,6 +288,7 @@ type conn struct {
 	mu      sync.Mutex
 	lastErr error
 	fatal   chan error // a refusal that retrying cannot fix, during the first connection
+	session *os.File   // the client id lock (sessionlock.go), while held
 }
 
 func newConn(cfg *config, log *slog.Logger) *conn {
@@ -353,7 +354,14 @@ func (c *conn) options(clientID string, clean bool) *paho.ClientOptions {
 }
 
 // connect makes the first connection, waiting at most connect_timeout.
-func (c *conn) connect(ctx context.Context, o *paho.ClientOptions) error {
+// With lock it first takes the client id's lock (sessionlock.go): every
+// client id but a target's random one.
+func (c *conn) connect(ctx context.Context, o *paho.ClientOptions, lock bool) error {
+	if lock {
+		if err := c.lockSession(o.ClientID); err != nil {
+			return err
+		}
+	}
 	c.client = paho.NewClient(o)
 	tok := c.client.Connect()
 	timer := time.NewTimer(c.cfg.connectTimeout)
@@ -390,6 +398,7 @@ func (c *conn) close() {
 	if c.client != nil {
 		c.client.Disconnect(250)
 	}
+	c.unlockSession()
 }
 
 // wait waits for a Paho token until ctx ends.

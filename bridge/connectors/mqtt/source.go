@@ -114,7 +114,7 @@ func (s *Source) Connect(ctx context.Context) error {
 			s.online.Store(false)
 			s.log.Warn("mqtt: connection lost; reconnecting", "broker", s.cfg.broker, "error", err)
 		})
-	if err := s.conn.connect(ctx, o); err != nil {
+	if err := s.conn.connect(ctx, o, true); err != nil {
 		return fmt.Errorf("mqtt source (client_id %s): %w", s.clientID, err)
 	}
 	timer := time.NewTimer(s.cfg.connectTimeout)

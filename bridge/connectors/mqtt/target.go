@@ -57,7 +57,7 @@ func containsWildcard(topic string) bool {
 
 // Connect connects to the broker.
 func (t *Target) Connect(ctx context.Context) error {
-	if err := t.conn.connect(ctx, t.conn.options(t.clientID, t.clean)); err != nil {
+	if err := t.conn.connect(ctx, t.conn.options(t.clientID, t.clean), t.cfg.clientIDSet); err != nil {
 		return fmt.Errorf("mqtt target (client_id %s): %w", t.clientID, err)
 	}
 	t.log.Info("mqtt target connected", "broker", t.cfg.broker, "topic", t.cfg.topic, "qos", t.cfg.qos, "client_id", t.clientID)

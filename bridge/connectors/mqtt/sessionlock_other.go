@@ -1,0 +1,13 @@
+//go:build !unix
+
+package mqtt
+
+import (
+	"errors"
+	"os"
+)
+
+// lockFile takes no lock where the system has no flock.
+func lockFile(dir, name string) (*os.File, int, error) {
+	return nil, 0, errors.New("no client id lock on this system")
+}
