@@ -37,9 +37,7 @@ func RoutesApart(names []string, routes []*Route) error {
 				return err
 			}
 		}
-		for _, end := range []routeEnd{
-			{names[i], "output", r.Target}, {names[i], "dead_letter", r.DeadLetter},
-		} {
+		for _, end := range writingEnds(names[i], r) {
 			if _, shared := end.end.(SharedOutput); shared {
 				continue
 			}
@@ -55,7 +53,32 @@ func RoutesApart(names []string, routes []*Route) error {
 			return err
 		}
 	}
+	if err := noFileInOthersDirectory(names, routes); err != nil {
+		return err
+	}
 	return noCycle(names, routes)
+}
+
+// noFileInOthersDirectory refuses a route that writes a file into a spool
+// or drop zone of another route (see MessageDirectory), where it would be
+// read as a message while it is still being written.
+func noFileInOthersDirectory(names []string, routes []*Route) error {
+	for i, r := range routes {
+		for j, w := range routes {
+			if i == j {
+				continue
+			}
+			for _, dir := range routeEnds(names[i], r.Source, r.Target, r.DeadLetter) {
+				for _, file := range writingEnds(names[j], w) {
+					if err := fileInDirectory(dir.end, dir.name(), file.end, file.name(),
+						"even while it is half written: give "+file.name()+" another path"); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // noCycle refuses routes whose outputs lead, through the others' inputs,
@@ -152,6 +175,12 @@ func (e routeEnd) claim(taken map[string]routeEnd, verb, rule string) error {
 	}
 	return &ConfigError{Err: fmt.Errorf("%w: %s and %s both %s %s, which %s: give each route its own",
 		ErrSamePlace, prev.name(), e.name(), verb, real, rule)}
+}
+
+// writingEnds names the ends of route r, called name, that write: its
+// output and its dead_letter (nil when not set).
+func writingEnds(name string, r *Route) []routeEnd {
+	return []routeEnd{{name, "output", r.Target}, {name, "dead_letter", r.DeadLetter}}
 }
 
 // routeEnds names the three ends of route name (dead may be nil).

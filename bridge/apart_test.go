@@ -1,7 +1,6 @@
 package bridge_test
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -10,6 +9,20 @@ import (
 
 	"github.com/mqb-project/mqb/bridge"
 )
+
+// routesApart builds a route of each config, named a, b, c... and returns
+// what RoutesApart says of them.
+func routesApart(t *testing.T, e *bridge.Env, configs ...*bridge.Config) error {
+	t.Helper()
+	var names []string
+	var routes []*bridge.Route
+	for i, c := range configs {
+		r, err := e.NewRoute(c)
+		require.NoError(t, err)
+		names, routes = append(names, string(rune('a'+i))), append(routes, r)
+	}
+	return bridge.RoutesApart(names, routes)
+}
 
 // TestRoutesInACycleRefused: routes whose outputs lead back to their own
 // input are refused, naming each step; a dead letter fed back to an input
@@ -26,23 +39,16 @@ func TestRoutesInACycleRefused(t *testing.T) {
 		refused string
 	}{
 		{"two spools", []*bridge.Config{placeRoute(sp("s1"), sp("s2"), none), placeRoute(sp("s2"), sp("s1/"), none)},
-			"the routes form a cycle (route r0 writes " + root + "/s2, which route r1 reads; route r1 writes " + root + "/s1, which route r0 reads), so every message would go round them forever"},
+			"the routes form a cycle (route a writes " + root + "/s2, which route b reads; route b writes " + root + "/s1, which route a reads), so every message would go round them forever"},
 		{"three routes through a file", []*bridge.Config{placeRoute(sp("a"), file("f.jsonl"), none), placeRoute(file("f.jsonl"), sp("b"), none), placeRoute(sp("b"), sp("a"), none)},
-			"route r0 writes " + root + "/f.jsonl, which route r1 reads; route r1 writes " + root + "/b, which route r2 reads; route r2 writes " + root + "/a, which route r0 reads"},
+			"route a writes " + root + "/f.jsonl, which route b reads; route b writes " + root + "/b, which route c reads; route c writes " + root + "/a, which route a reads"},
 		{"a cycle without the first route", []*bridge.Config{placeRoute(sp("a"), sp("b"), none), placeRoute(sp("c"), sp("d"), none), placeRoute(sp("d"), sp("c"), none)},
-			"(route r1 writes " + root + "/d, which route r2 reads; route r2 writes " + root + "/c, which route r1 reads)"},
+			"(route b writes " + root + "/d, which route c reads; route c writes " + root + "/c, which route b reads)"},
 		{"a redrive of dead letters", []*bridge.Config{placeRoute(sp("in"), sp("out"), sp("dead")), placeRoute(sp("dead"), sp("in"), none)}, ""},
 		{"a chain", []*bridge.Config{placeRoute(sp("a"), sp("b"), none), placeRoute(sp("b"), sp("c"), none), placeRoute(sp("c"), sp("d"), none)}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var names []string
-			var routes []*bridge.Route
-			for i, c := range tc.configs {
-				r, err := e.NewRoute(c)
-				require.NoError(t, err)
-				names, routes = append(names, fmt.Sprintf("r%d", i)), append(routes, r)
-			}
-			requireRefused(t, bridge.RoutesApart(names, routes), tc.refused)
+			requireRefused(t, routesApart(t, e, tc.configs...), tc.refused)
 		})
 	}
 }
@@ -85,13 +91,34 @@ func TestRoutesApart(t *testing.T) {
 		{"apart", route(sp("in1"), sp("out1")), route(sp("in2"), sp("out2")), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var routes []*bridge.Route
-			for _, c := range []*bridge.Config{tc.a, tc.b} {
-				r, err := e.NewRoute(c)
-				require.NoError(t, err)
-				routes = append(routes, r)
-			}
-			requireRefused(t, bridge.RoutesApart([]string{"a", "b"}, routes), tc.refused)
+			requireRefused(t, routesApart(t, e, tc.a, tc.b), tc.refused)
+		})
+	}
+}
+
+// TestFileInAnotherRoutesDirectoryRefused: a route may not write a file
+// into a spool or drop zone that another route reads or writes.
+func TestFileInAnotherRoutesDirectoryRefused(t *testing.T) {
+	e := placeEnv()
+	root := t.TempDir()
+	ep := func(url string) bridge.Endpoint { return bridge.Endpoint{URL: url} }
+	none := bridge.Endpoint{}
+	for _, tc := range []struct {
+		name    string
+		a, b    *bridge.Config
+		refused string
+	}{
+		{"a dead-letter file in another route's input spool", placeRoute(ep("dir-spool://"+root+"/in"), ep("dir-spool://"+root+"/out"), none),
+			placeRoute(ep("stdin://"), ep("stdout://"), ep("file://"+root+"/in/000/000000001.bin")),
+			"route b's dead_letter " + root + "/in/000/000000001.bin is a file inside route a's input " + root + "/in, whose files are read as messages, even while it is half written: give route b's dead_letter another path"},
+		{"an output file in another route's output zone", placeRoute(ep("dir-spool://"+root+"/in"), ep("dropzone://"+root+"/z"), none),
+			placeRoute(ep("stdin://"), ep("file://"+root+"/z/b.jsonl"), none),
+			"route b's output " + root + "/z/b.jsonl is a file inside route a's output " + root + "/z"},
+		{"a hidden file in another route's zone", placeRoute(ep("dir-spool://"+root+"/in"), ep("dropzone://"+root+"/z"), none),
+			placeRoute(ep("stdin://"), ep("file://"+root+"/z/.b.jsonl"), none), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			requireRefused(t, routesApart(t, e, tc.a, tc.b), tc.refused)
 		})
 	}
 }

@@ -69,7 +69,7 @@ func checkPlaces(src Source, tgt, dead Target) error {
 		if err := samePlace(src, end.t, "input", end.side, why); err != nil {
 			return err
 		}
-		if err := fileInDirectory(src, "input", end.t, end.side, why); err != nil {
+		if err := fileInDirectory(src, "the input", end.t, "the "+end.side, why); err != nil {
 			return err
 		}
 		if sk, ok := src.(StateKeeper); ok {
@@ -87,10 +87,10 @@ func checkPlaces(src Source, tgt, dead Target) error {
 		return err
 	}
 	readBy := "even while it is half written: give the %s another path"
-	if err := fileInDirectory(tgt, "output", dead, "dead_letter", fmt.Sprintf(readBy, "dead_letter")); err != nil {
+	if err := fileInDirectory(tgt, "the output", dead, "the dead_letter", fmt.Sprintf(readBy, "dead_letter")); err != nil {
 		return err
 	}
-	return fileInDirectory(dead, "dead_letter", tgt, "output", fmt.Sprintf(readBy, "output"))
+	return fileInDirectory(dead, "the dead_letter", tgt, "the output", fmt.Sprintf(readBy, "output"))
 }
 
 // FilePlaced is implemented by an end whose place is a file, not a
@@ -101,8 +101,8 @@ type FilePlaced interface {
 }
 
 // fileInDirectory returns a configuration error when x is a
-// MessageDirectory (the route's dirSide end) and y writes a file there
-// that is read as a message. (A directory made there, such as a spool, is
+// MessageDirectory and y writes a file there that is read as a message.
+// dirSide and side name the two ends ("the input", "route a's output"). (A directory made there, such as a spool, is
 // not: a spool or a drop zone reads files.)
 func fileInDirectory(x any, dirSide string, y any, side, consequence string) error {
 	md, ok1 := x.(MessageDirectory)
@@ -118,7 +118,7 @@ func fileInDirectory(x any, dirSide string, y any, side, consequence string) err
 	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || !md.Reads(filepath.ToSlash(rel)) {
 		return nil
 	}
-	return &ConfigError{Err: fmt.Errorf("%w: the %s %s is a file inside the %s %s, whose files are read as messages, %s",
+	return &ConfigError{Err: fmt.Errorf("%w: %s %s is a file inside %s %s, whose files are read as messages, %s",
 		ErrSamePlace, side, file.path, dirSide, dir.key, consequence)}
 }
 
