@@ -24,11 +24,13 @@ func SessionKey(protocol, addr, id string) string {
 
 // RoutesApart refuses routes that are to run side by side in one process
 // (mqb run with several route files) when two of them write to one spool,
-// drop zone or file, or read one spool or keep one drop-zone state file.
-// Each of those takes a claim or a lock that excludes the other, so the
-// second route would only fail once the first had started. names[i] is
-// routes[i]'s name, for the message. One route reading what another
-// writes is a pipeline, and allowed.
+// drop zone or file, read one spool or standard input, keep one drop-zone
+// state file or hold one session (SessionHolder): each takes a claim or a
+// lock that excludes the other, so the second route would only fail once
+// the first had started. It also refuses a route writing a file into
+// another's spool or drop zone, and routes whose outputs lead back to
+// their own input. names[i] is routes[i]'s name, for the messages. One
+// route reading what another writes is a pipeline, and allowed.
 func RoutesApart(names []string, routes []*Route) error {
 	writers, readers, sessions := map[string]routeEnd{}, map[string]routeEnd{}, map[string]routeEnd{}
 	for i, r := range routes {
