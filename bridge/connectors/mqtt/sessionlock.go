@@ -66,7 +66,7 @@ func (c *conn) lockSession(clientID string) error {
 // unlockSession releases the client id lock, if held.
 func (c *conn) unlockSession() {
 	if c.session != nil {
-		c.session.Close()
+		unlockFile(c.session)
 		c.session = nil
 	}
 }

@@ -43,6 +43,9 @@ func TestSessionLock(t *testing.T) {
 	again := lockConn("127.0.0.1:1883")
 	require.NoError(t, again.lockSession("id"))
 	again.unlockSession()
+	left, err := os.ReadDir(sessionLockDir())
+	require.NoError(t, err)
+	assert.Empty(t, left, "a lock let go leaves no file behind")
 }
 
 // A lock directory that is not the user's own private one (a symbolic
