@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -41,17 +42,32 @@ func Main(args []string) int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	go func() {
-		for s := range sigs {
-			n := int(s.(syscall.Signal))
-			if !a.signal.CompareAndSwap(0, int32(n)) {
-				a.fatal(fmt.Sprintf("second %v: exiting without settling", s), "exit_code", 128+n)
-				os.Exit(128 + n)
-			}
-			cancel(fmt.Errorf("received %v", s))
-		}
-	}()
+	go a.watchSignals(sigs, cancel, os.Exit)
 	return a.run(ctx, args)
+}
+
+// signalEcho is how soon after the first signal a second one counts as
+// the same request to stop: timeout(1) sends its SIGTERM to the process
+// and then to its process group, so mqb often gets it twice at once.
+const signalEcho = 250 * time.Millisecond
+
+// watchSignals cancels the run at the first signal, and exits at once at a
+// second one that comes later than signalEcho.
+func (a *app) watchSignals(sigs <-chan os.Signal, cancel context.CancelCauseFunc, exit func(code int)) {
+	var first time.Time
+	for s := range sigs {
+		n := int(s.(syscall.Signal))
+		if a.signal.CompareAndSwap(0, int32(n)) {
+			first = time.Now()
+			cancel(fmt.Errorf("received %v", s))
+			continue
+		}
+		if time.Since(first) < signalEcho {
+			continue
+		}
+		a.fatal(fmt.Sprintf("second %v: exiting without settling", s), "exit_code", 128+n)
+		exit(128 + n)
+	}
 }
 
 func (a *app) run(ctx context.Context, args []string) int {
@@ -129,7 +145,9 @@ a drop-zone directory (dropzone:///data/incoming), stdin:// and stdout://.
 
 Data goes to standard output; logs, progress and errors to standard error.
 Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error,
-130 or 143 interrupted by SIGINT or SIGTERM.
+130 or 143 interrupted by SIGINT or SIGTERM. The route then settles what it
+holds before it exits; a second signal, sent more than 250ms after the
+first, exits at once.
 
 URL schemes: ` + strings.Join(a.env.Schemes(), ", ") + `.`,
 		SilenceUsage:  true,
