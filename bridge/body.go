@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 )
 
 // StreamAbove is the payload size above which the sources that can stream
@@ -122,12 +123,24 @@ func (m *Message) Load() error {
 	return nil
 }
 
-// loadBodies loads the Body of every message of batch.
-func loadBodies(batch []*Message) error {
-	for _, m := range batch {
-		if err := m.Load(); err != nil {
-			return err
+// loadBodies returns batch with each message that has a Body replaced by a
+// copy that holds the payload as bytes, for the targets and processors
+// that need bytes. The messages of batch keep their Body, so the loaded
+// bytes can be collected as soon as the route lets go of the copies.
+func loadBodies(batch []*Message) ([]*Message, error) {
+	out, cloned := batch, false
+	for i, m := range batch {
+		if m.Body == nil {
+			continue
 		}
+		if !cloned {
+			out, cloned = slices.Clone(batch), true // the caller's slice stays as it was
+		}
+		loaded := *m
+		if err := loaded.Load(); err != nil {
+			return nil, err
+		}
+		out[i] = &loaded
 	}
-	return nil
+	return out, nil
 }

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -136,4 +139,116 @@ func TestDeadLetterGetsTheBody(t *testing.T) {
 		assert.Equal(t, "a large payload", string(plain.msgs[0].Payload))
 		assert.NotEmpty(t, plain.msgs[0].Metadata[bridge.MetaDeadLetterError])
 	}
+}
+
+// partsTarget records, at each write, how many Bodies have been read so
+// far: a part is loaded just before it is written, never sooner.
+type partsTarget struct {
+	fakeTarget
+	opens  *int
+	opened []int // per write: Bodies read by then
+}
+
+func (t *partsTarget) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
+	t.opened = append(t.opened, *t.opens)
+	return t.fakeTarget.WriteBatch(ctx, msgs)
+}
+
+// bodies returns n messages whose payloads are Bodies of size bytes.
+func bodies(n, size int, opens *int) []*bridge.Message {
+	ms := make([]*bridge.Message, n)
+	for i := range ms {
+		ms[i] = &bridge.Message{ID: fmt.Sprintf("m%d", i), Body: bodyOf(strings.Repeat("x", size), opens, false)}
+	}
+	return ms
+}
+
+// TestBatchLoadedInPartsOfMaxBytes: a batch of Bodies for a target that
+// needs bytes is loaded and written in parts of at most BatchMaxBytes, a
+// larger payload alone, each part loaded only when its turn comes; the
+// source's messages keep their Bodies, and the batch is acknowledged once,
+// after its last part.
+func TestBatchLoadedInPartsOfMaxBytes(t *testing.T) {
+	opens := 0
+	src := newFakeSource(0)
+	src.queue = append(bodies(5, 100, &opens), &bridge.Message{ID: "big", Body: bodyOf(strings.Repeat("y", 300), &opens, false)})
+	src.queue = append(src.queue, bodies(1, 100, &opens)...)
+	batch := slices.Clone(src.queue)
+	tgt := &partsTarget{opens: &opens}
+	r := newRoute(src, &tgt.fakeTarget)
+	r.Target = tgt
+	r.BatchMaxBytes = 250
+	require.NoError(t, r.Run(context.Background()))
+	assert.Equal(t, []int{2, 2, 1, 1, 1}, tgt.batches, "100+100, 100+100, 100, then 300 alone, then 100")
+	assert.Equal(t, []int{2, 4, 5, 6, 7}, tgt.opened, "a part is read when it is written")
+	assert.Equal(t, []string{"write 2", "write 2", "write 1", "write 1", "write 1", "ack 7"}, src.events)
+	for _, m := range batch {
+		assert.Nil(t, m.Payload, "%s: the source's message is not loaded", m.ID)
+		assert.NotNil(t, m.Body, "%s: and keeps its Body", m.ID)
+	}
+	assert.Equal(t, strings.Repeat("y", 300), string(tgt.got[5].Payload), "the target got the bytes")
+}
+
+// TestBatchForStreamingTargetStaysWhole: a target that reads Bodies itself
+// gets the batch in one write, whatever its size: nothing is loaded.
+func TestBatchForStreamingTargetStaysWhole(t *testing.T) {
+	opens := 0
+	src := newFakeSource(0)
+	src.queue = bodies(6, 100, &opens)
+	tgt := &fakeTarget{}
+	r := newRoute(src, tgt)
+	r.Target = streamingTarget{tgt}
+	r.BatchMaxBytes = 250
+	require.NoError(t, r.Run(context.Background()))
+	assert.Equal(t, []int{6}, tgt.batches)
+	assert.Zero(t, opens)
+}
+
+// TestBatchPartFailureNacksTheWholeBatch: when a later part fails, the
+// whole batch is negatively acknowledged, the parts written before it
+// included, and written again (at least once, never lost).
+func TestBatchPartFailureNacksTheWholeBatch(t *testing.T) {
+	opens := 0
+	src := newFakeSource(0)
+	src.queue = bodies(4, 100, &opens)
+	tgt := &fakeTarget{src: src, fail: func(call int) error {
+		if call == 2 {
+			return errors.New("connection reset")
+		}
+		return nil
+	}}
+	r := newRoute(src, tgt)
+	r.BatchMaxBytes = 200
+	r.Retry = &bridge.RetryPolicy{Initial: time.Millisecond, Max: time.Millisecond, MaxRetries: 3}
+	require.NoError(t, r.Run(context.Background()))
+	assert.Equal(t, []string{"write 2", "write 2 failed", "nack 4", "write 2", "write 2", "ack 4"}, src.events)
+	read, written := r.Stats()
+	assert.Equal(t, int64(4), read)
+	assert.Equal(t, int64(4), written)
+	assert.Equal(t, int64(4), r.Retried())
+}
+
+// TestPipelineRunsPerPart: processors see each part loaded, and a part
+// they drop whole is acknowledged with the batch.
+func TestPipelineRunsPerPart(t *testing.T) {
+	opens := 0
+	src := newFakeSource(0)
+	src.queue = bodies(4, 100, &opens)
+	tgt := &fakeTarget{}
+	r := newRoute(src, tgt)
+	r.Target = streamingTarget{tgt}
+	r.BatchMaxBytes = 200
+	seen := 0
+	r.Pipeline = &bridge.Pipeline{Processors: []bridge.Processor{procFunc(func(m *bridge.Message) ([]*bridge.Message, error) {
+		require.NotNil(t, m.Payload, "a processor gets bytes")
+		seen++
+		if m.ID == "m0" || m.ID == "m1" {
+			return nil, nil // the first part is dropped whole
+		}
+		return []*bridge.Message{m}, nil
+	})}}
+	require.NoError(t, r.Run(context.Background()))
+	assert.Equal(t, 4, seen)
+	assert.Equal(t, []int{2}, tgt.batches, "the dropped part writes nothing")
+	assert.Equal(t, []string{"write 2", "ack 4"}, src.events)
 }

@@ -52,10 +52,13 @@ type Config struct {
 
 // BatchConfig is the batching of a route: up to Size messages (default 100),
 // waiting at most Period after the first one for more (default 0: write what
-// one read returned).
+// one read returned), written in parts of at most MaxBytes of payload when
+// the output or a processor needs payloads in memory (default 32MiB; see
+// Route.BatchMaxBytes).
 type BatchConfig struct {
-	Size   int      `yaml:"size"`
-	Period Duration `yaml:"period"`
+	Size     int      `yaml:"size"`
+	Period   Duration `yaml:"period"`
+	MaxBytes ByteSize `yaml:"max_bytes"`
 }
 
 // RetryConfig is the retry policy of a route; unset fields take the values
@@ -88,6 +91,27 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 
 // MarshalYAML writes the duration as Go prints it.
 func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// ByteSize is a byte count in a route file: a whole number, or one with a
+// unit such as 512KiB or 10MB (see option.ParseSize).
+type ByteSize int64
+
+// UnmarshalYAML reads a byte count.
+func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if n.Kind != yaml.ScalarNode || n.Decode(&s) != nil {
+		return fmt.Errorf("line %d: expected a size such as 1048576, 512KiB or 10MB", n.Line)
+	}
+	v, err := option.ParseSize(s)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*b = ByteSize(v)
+	return nil
+}
+
+// MarshalYAML writes the byte count as a number.
+func (b ByteSize) MarshalYAML() (any, error) { return int64(b), nil }
 
 // UnmarshalYAML reads an endpoint: a URL string, or a mapping with exactly
 // one key, url or a connector name.
@@ -162,6 +186,9 @@ func parseConfig(src []byte) (*Config, error) {
 	}
 	if c.Batch.Size < 0 {
 		return nil, &ConfigError{Err: fmt.Errorf("batch: size must be 1 or more (got %d)", c.Batch.Size)}
+	}
+	if c.Batch.MaxBytes < 0 {
+		return nil, &ConfigError{Err: fmt.Errorf("batch: max_bytes must be 1 or more (got %d)", c.Batch.MaxBytes)}
 	}
 	if c.MaxDeliveries < 0 {
 		return nil, &ConfigError{Err: fmt.Errorf("max_deliveries must be 1 or more (got %d)", c.MaxDeliveries)}
@@ -281,6 +308,7 @@ func (e *Env) NewRoute(c *Config) (*Route, error) {
 		Output:           rout.Display,
 		BatchSize:        c.Batch.Size,
 		BatchPeriod:      time.Duration(c.Batch.Period),
+		BatchMaxBytes:    int64(c.Batch.MaxBytes),
 		Drain:            c.Drain,
 		Retry:            &retry,
 		ShutdownTimeout:  time.Duration(c.ShutdownTimeout),

@@ -29,7 +29,7 @@ input:
   dir_spool: {path: /var/spool/t, naming_pattern: "{seq:012}", shard_depth: 2, shard_width: 3, fsync: batch}
 output:
   url: "file:///tmp/out.jsonl?format=json"
-batch: {size: 10, period: 250ms}
+batch: {size: 10, period: 250ms, max_bytes: 8MiB}
 drain: true
 retry: {initial_interval: 10ms, max_interval: 1s, max_retries: -1, budget: 5m}
 `))
@@ -43,6 +43,7 @@ retry: {initial_interval: 10ms, max_interval: 1s, max_retries: -1, budget: 5m}
 	require.NoError(t, err)
 	assert.Equal(t, 10, r.BatchSize)
 	assert.Equal(t, 250*time.Millisecond, r.BatchPeriod)
+	assert.Equal(t, int64(8<<20), r.BatchMaxBytes)
 	assert.True(t, r.Drain)
 	assert.Equal(t, bridge.RetryPolicy{Initial: 10 * time.Millisecond, Max: time.Second, MaxRetries: -1, Budget: 5 * time.Minute}, *r.Retry)
 	assert.Equal(t, "file:///tmp/out.jsonl?format=json", r.Output)
@@ -54,7 +55,9 @@ func TestConfigErrors(t *testing.T) {
 		name, yaml, wantErr string
 	}{
 		{"unknown top-level key", "input: {url: \"dir-spool:///a\"}\noutput: {url: \"dir-spool:///b\"}\nbatchsize: 3\n", `line 3: unknown key "batchsize" (valid: batch, dead_letter, drain, input, max_deliveries, output, pipeline, retry, shutdown_timeout)`},
-		{"unknown batch key", "input: {url: \"dir-spool:///a\"}\noutput: {url: \"dir-spool:///b\"}\nbatch: {count: 3}\n", `unknown key "count" (valid: period, size)`},
+		{"unknown batch key", "input: {url: \"dir-spool:///a\"}\noutput: {url: \"dir-spool:///b\"}\nbatch: {count: 3}\n", `unknown key "count" (valid: max_bytes, period, size)`},
+		{"bad size", "input: {url: \"dir-spool:///a\"}\noutput: {url: \"dir-spool:///b\"}\nbatch: {max_bytes: lots}\n", `line 3: "lots" is not a size such as 1048576, 512KiB or 10GB`},
+		{"negative size", "input: {url: \"dir-spool:///a\"}\noutput: {url: \"dir-spool:///b\"}\nbatch: {max_bytes: -1}\n", `batch: max_bytes must be 1 or more (got -1)`},
 		{"bad duration", "input: {url: \"dir-spool:///a\"}\noutput: {url: \"dir-spool:///b\"}\nbatch: {period: soon}\n", `line 3: "soon" is not a duration`},
 		{"two keys in an endpoint", "input: {url: \"dir-spool:///a\", file: {path: /x}}\noutput: {url: \"dir-spool:///b\"}\n", "line 1: an endpoint must hold exactly one key"},
 		{"missing output", "input: {url: \"dir-spool:///a\"}\n", "output: is missing"},

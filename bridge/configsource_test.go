@@ -52,7 +52,7 @@ func TestParseConfigWith(t *testing.T) {
 		{name: "an option of another connector", yaml: "input: {url: \"stdin://\"}\noutput: {dir_spool: {path: /s}}\n",
 			sets: []string{"output.file.path=/x"}, wantErr: "--set output.file.path=/x: output is a dir_spool endpoint, not file"},
 		{name: "an unknown key set", yaml: "input: {url: \"stdin://\"}\noutput: {url: \"stdout://\"}\n",
-			sets: []string{"batch.sise=3"}, wantErr: `unknown key "sise" (valid: period, size); did you mean "size"?`},
+			sets: []string{"batch.sise=3"}, wantErr: `unknown key "sise" (valid: max_bytes, period, size); did you mean "size"?`},
 		{name: "not PATH=VALUE", yaml: "input: {url: \"stdin://\"}\n", sets: []string{"batch.size"}, wantErr: "expected PATH=VALUE"},
 	}
 	for _, tt := range tests {

@@ -125,11 +125,6 @@ func (r *recentIDs) has(id string) bool { return r.count[id] > 0 }
 // stand alone; those go to the dead-letter target, the rest to the target.
 // It returns nil once every message is durable at one of the two.
 func (r *Route) deliver(ctx context.Context, batch []*Message) error {
-	if !streams(r.Target) {
-		if err := loadBodies(batch); err != nil {
-			return err
-		}
-	}
 	err := r.Target.WriteBatch(ctx, batch)
 	if err == nil {
 		r.dl.accepted(batch)

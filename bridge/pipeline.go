@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -308,39 +307,4 @@ func (pc PipelineConfig) pipeline() (*Pipeline, error) {
 		p.Processors = append(p.Processors, c.Processor)
 	}
 	return p, nil
-}
-
-// process runs batch through the route's pipeline. done is true when
-// nothing is left to write because every message was dropped (or, with a
-// dead-letter endpoint, dead-lettered): the batch is then acknowledged. When a processor fails the batch is negatively
-// acknowledged and the error returned: under on_error: stop it is
-// permanent and ends the route; under on_error: nack the route retries it
-// as it retries a failed write.
-func (r *Route) process(sctx context.Context, batch []*Message, acks []AckFunc, obs Observer) (out []*Message, done bool, err error) {
-	var refused func(*Message, error) error
-	if r.dl != nil {
-		refused = func(m *Message, err error) error { return r.deadLetter(sctx, m, err) }
-	}
-	perr := loadBodies(batch) // processors work on bytes
-	if perr == nil {
-		out, perr = r.Pipeline.apply(batch, refused)
-	}
-	switch {
-	case perr == nil && len(out) > 0:
-		return out, false, nil
-	case perr == nil:
-		if err := settle(sctx, acks, nil); err != nil {
-			return nil, false, Permanent(fmt.Errorf("acknowledge %d dropped message(s) at %s: %w", len(batch), r.Input, err))
-		}
-		r.written += int64(len(batch))
-		obs.Acked(len(batch))
-		return nil, true, nil
-	}
-	r.failed(batch)
-	nerr := settle(sctx, acks, perr)
-	obs.Nacked(len(batch))
-	if nerr != nil || r.Pipeline.OnError != OnErrorNack {
-		return nil, false, Permanent(errors.Join(perr, nerr))
-	}
-	return nil, false, perr
 }

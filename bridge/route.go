@@ -14,6 +14,9 @@ import (
 const (
 	DefaultBatchSize       = 100
 	DefaultShutdownTimeout = 30 * time.Second
+	// DefaultBatchMaxBytes bounds what one write holds in memory when the
+	// output or a processor needs payloads as bytes (see Route.BatchMaxBytes).
+	DefaultBatchMaxBytes = 32 << 20
 )
 
 // DefaultRetry is the retry policy of a route that sets none: 100ms,
@@ -65,6 +68,15 @@ type Route struct {
 	// BatchPeriod is how long a batch that is not full waits for more
 	// messages after its first one. 0 writes whatever one read returned.
 	BatchPeriod time.Duration
+	// BatchMaxBytes bounds the payload bytes of one write when the target
+	// or a processor needs payloads in memory (a target that is no
+	// BodyStreamer, or a Pipeline): such a batch is loaded, processed and
+	// written in parts of at most this many bytes, one message at least,
+	// and acknowledged once every part is durable. A payload left on disk
+	// (a Body) is read only for its part, and dropped after it, so a batch
+	// of large files never sits in memory whole. 0 means
+	// DefaultBatchMaxBytes.
+	BatchMaxBytes int64
 	// Drain makes sources that could wait for more input (a spool, a drop
 	// zone) end as soon as they have nothing left (see Drainer).
 	Drain bool
@@ -176,7 +188,7 @@ func (r *Route) Run(ctx context.Context) (err error) {
 	if s, ok := obs.(StartObserver); ok {
 		s.Started()
 	}
-	log.Info("route started", "input", r.Input, "output", r.Output, "batch_size", r.batchSize(), "batch_period", r.BatchPeriod, "drain", r.Drain)
+	log.Info("route started", "input", r.Input, "output", r.Output, "batch_size", r.batchSize(), "batch_period", r.BatchPeriod, "batch_max_bytes", r.batchMaxBytes(), "drain", r.Drain)
 
 	runErr := r.loop(ctx, sctx, retry, log, obs)
 
@@ -276,6 +288,37 @@ func (r *Route) batchSize() int {
 	return r.BatchSize
 }
 
+func (r *Route) batchMaxBytes() int64 {
+	if r.BatchMaxBytes <= 0 {
+		return DefaultBatchMaxBytes
+	}
+	return r.BatchMaxBytes
+}
+
+// needsBytes reports whether the route needs payloads in memory: for
+// processors, or for a target that does not read Bodies itself.
+func (r *Route) needsBytes() bool { return r.Pipeline != nil || !streams(r.Target) }
+
+// parts splits batch into runs whose payloads add up to at most
+// batchMaxBytes, a larger payload alone, when the route needs payloads in
+// memory; else the batch stays whole, one write.
+func (r *Route) parts(batch []*Message) [][]*Message {
+	if !r.needsBytes() {
+		return [][]*Message{batch}
+	}
+	limit := r.batchMaxBytes()
+	var parts [][]*Message
+	start, sum := 0, int64(0)
+	for i, m := range batch {
+		if i > start && sum+m.Len() > limit {
+			parts = append(parts, batch[start:i])
+			start, sum = i, 0
+		}
+		sum += m.Len()
+	}
+	return append(parts, batch[start:])
+}
+
 func (r *Route) interrupted(ctx context.Context) error {
 	cause := context.Cause(ctx)
 	if cause == nil || cause == ctx.Err() {
@@ -362,12 +405,13 @@ func (r *Route) loop(ctx, sctx context.Context, retry RetryPolicy, log *slog.Log
 	}
 }
 
-// write writes one batch and settles it at the source: acknowledged when
-// the target made it durable, negatively acknowledged (to be delivered
-// again) when the write failed. The error says why the write or the
-// settling failed.
+// write writes one batch, in parts (see parts), and settles it at the
+// source: acknowledged once every part is durable at the target (or
+// dropped by the pipeline), negatively acknowledged (to be delivered
+// again) when a part failed. The error says why the write or the settling
+// failed.
 func (r *Route) write(sctx context.Context, batch []*Message, acks []AckFunc, obs Observer) error {
-	n, bytes := len(batch), payloadBytes(batch)
+	n := len(batch)
 	if fresh, fbytes := r.count(batch); fresh > 0 {
 		obs.Received(fresh, fbytes)
 	}
@@ -379,34 +423,89 @@ func (r *Route) write(sctx context.Context, batch []*Message, acks []AckFunc, ob
 			m.Metadata = map[string]string{}
 		}
 	}
-	in := batch
-	if r.Pipeline != nil {
-		out, done, err := r.process(sctx, batch, acks, obs)
-		if done || err != nil {
-			return err // all dropped and acknowledged, or a processor failed
+	for _, part := range r.parts(batch) {
+		if err := r.writePart(sctx, part, obs); err != nil {
+			return r.settleFailed(sctx, batch, acks, obs, err)
 		}
-		batch, bytes = out, payloadBytes(out) // n stays the count read and acknowledged
 	}
-	t0 := time.Now()
-	werr := r.deliver(sctx, batch)
-	if werr == nil {
-		obs.Sent(len(batch), bytes, time.Since(t0))
-		if err := settle(sctx, acks, nil); err != nil {
-			return Permanent(fmt.Errorf("acknowledge %d message(s) at %s: %w", n, r.Input, err))
+	if err := settle(sctx, acks, nil); err != nil {
+		return Permanent(fmt.Errorf("acknowledge %d message(s) at %s: %w", n, r.Input, err))
+	}
+	r.written += int64(n)
+	obs.Acked(n)
+	return nil
+}
+
+// pipelineError is the failure of a processor (or of dead-lettering what
+// it refused), which ends the route unless the pipeline's on_error is
+// nack.
+type pipelineError struct{ err error }
+
+func (e *pipelineError) Error() string { return e.err.Error() }
+func (e *pipelineError) Unwrap() error { return e.err }
+
+// writePart loads the payloads of part that are left on disk when the route
+// needs them in memory, runs it through the pipeline and writes what comes
+// out. What it loaded is garbage once it returns.
+func (r *Route) writePart(sctx context.Context, part []*Message, obs Observer) error {
+	if r.needsBytes() {
+		var err error
+		if part, err = loadBodies(part); err != nil {
+			return err
 		}
-		r.written += int64(n)
-		obs.Acked(n)
+	}
+	out := part
+	if r.Pipeline != nil {
+		var err error
+		if out, err = r.Pipeline.apply(part, r.refusedByPipeline(sctx)); err != nil {
+			return &pipelineError{err}
+		}
+		if len(out) == 0 {
+			return nil // all dropped: acknowledged with the batch
+		}
+	}
+	t0, bytes := time.Now(), payloadBytes(out)
+	if err := r.deliver(sctx, out); err != nil {
+		return err
+	}
+	obs.Sent(len(out), bytes, time.Since(t0))
+	return nil
+}
+
+// refusedByPipeline returns what the pipeline does with a message a
+// processor fails on: dead-letter it, when the route has a dead-letter
+// target; nil ends the batch.
+func (r *Route) refusedByPipeline(sctx context.Context) func(*Message, error) error {
+	if r.dl == nil {
 		return nil
 	}
-	obs.WriteFailed(n, werr)
-	r.failed(in)
-	nerr := settle(sctx, acks, werr)
-	obs.Nacked(n)
-	werr = fmt.Errorf("write %d message(s) to %s: %w", n, r.Output, werr)
-	if nerr != nil {
-		return Permanent(errors.Join(werr, fmt.Errorf("negatively acknowledge at %s: %w", r.Input, nerr)))
+	return func(m *Message, err error) error { return r.deadLetter(sctx, m, err) }
+}
+
+// settleFailed negatively acknowledges batch, one of whose parts failed with
+// err, so that the source delivers it again, and returns the error the loop
+// acts on: permanent when the settling failed, or when a processor failed
+// and the pipeline's on_error is not nack.
+func (r *Route) settleFailed(sctx context.Context, batch []*Message, acks []AckFunc, obs Observer, err error) error {
+	n := len(batch)
+	r.failed(batch)
+	var perr *pipelineError
+	if errors.As(err, &perr) {
+		nerr := settle(sctx, acks, perr.err)
+		obs.Nacked(n)
+		if nerr != nil || r.Pipeline.OnError != OnErrorNack {
+			return Permanent(errors.Join(perr.err, nerr))
+		}
+		return perr.err
 	}
-	return werr
+	obs.WriteFailed(n, err)
+	nerr := settle(sctx, acks, err)
+	obs.Nacked(n)
+	err = fmt.Errorf("write %d message(s) to %s: %w", n, r.Output, err)
+	if nerr != nil {
+		return Permanent(errors.Join(err, fmt.Errorf("negatively acknowledge at %s: %w", r.Input, nerr)))
+	}
+	return err
 }
 
 // collect reads one batch: up to BatchSize messages, waiting at most

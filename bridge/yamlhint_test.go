@@ -23,7 +23,7 @@ func TestYAMLErrorsNameTheLineOfTheMistake(t *testing.T) {
 		{"tab", "input:\n  url: stdin://\noutput:\n\turl: stdout://\n",
 			"line 4: a tab indents this line; YAML indents with spaces only"},
 		{"unknown key", "input: {url: \"stdin://\"}\noutput: {url: \"stdout://\"}\nbatch: {sise: 3}\n",
-			`line 3: unknown key "sise" (valid: period, size); did you mean "size"?`},
+			`line 3: unknown key "sise" (valid: max_bytes, period, size); did you mean "size"?`},
 		{"flow mapping left open: the parser is right", "input: {url: \"stdin://\"\noutput: {url: \"stdout://\"}\n",
 			"line 1: did not find expected ',' or '}'"},
 	}

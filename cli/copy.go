@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mqb-project/mqb/bridge"
+	"github.com/mqb-project/mqb/core/option"
 )
 
 type copyFlags struct {
@@ -15,6 +16,7 @@ type copyFlags struct {
 	drain       bool
 	batchSize   int
 	batchPeriod time.Duration
+	batchBytes  string
 	config      string
 	deadLetter  string
 	maxDeliver  int
@@ -56,6 +58,7 @@ and the flags given override it.`,
 	fl.BoolVar(&f.drain, "drain", false, "end once the source has nothing left instead of waiting for more")
 	fl.IntVar(&f.batchSize, "batch-size", bridge.DefaultBatchSize, "most messages per batch")
 	fl.DurationVar(&f.batchPeriod, "batch-period", 0, "how long a batch that is not full waits for more messages (0: no wait)")
+	fl.StringVar(&f.batchBytes, "batch-max-bytes", "32MiB", "most payload bytes one write holds in memory, for an output or processor that needs payloads as bytes: a larger batch is written in parts, and acknowledged once all are durable")
 	fl.StringArrayVar(&f.jq, "jq", nil, "reshape each JSON message with a jq program, after the route file's processors: each value it yields becomes a message, none drops it (repeatable), e.g. '.items[]'")
 	fl.StringVar(&f.config, "config", "", "route file (YAML) to start from; - reads it from standard input")
 	fl.StringVar(&f.deadLetter, "dead-letter", "", "endpoint URL that receives the messages --to refuses, with the error in their metadata; without it a refusal stops the route")
@@ -114,6 +117,16 @@ func (a *app) copyConfig(cmd *cobra.Command, f *copyFlags) (*bridge.Config, erro
 			return nil, usage(fmt.Errorf("--batch-period must not be negative (got %v)", f.batchPeriod))
 		}
 		cfg.Batch.Period = bridge.Duration(f.batchPeriod)
+	}
+	if fl.Changed("batch-max-bytes") {
+		n, err := option.ParseSize(f.batchBytes)
+		if err == nil && n < 1 {
+			err = fmt.Errorf("must be 1 or more (got %d)", n)
+		}
+		if err != nil {
+			return nil, usage(fmt.Errorf("--batch-max-bytes: %w", err))
+		}
+		cfg.Batch.MaxBytes = bridge.ByteSize(n)
 	}
 	return cfg, nil
 }

@@ -24,7 +24,7 @@ func TestMistakesGetSuggestions(t *testing.T) {
 		{"YAML name as scheme", []string{"copy", "--from", "dir_spool://" + dir + "/s", "--to", "stdout://"}, "did you mean dir-spool://?"},
 		{"scheme", []string{"copy", "--from", "stdn://", "--to", "stdout://"}, "did you mean stdin://?"},
 		{"YAML connector", []string{"lint", yaml("c.yaml", "input: {dir_spol: {path: /x}}\noutput: {url: \"stdout://\"}\n")}, "did you mean dir_spool?"},
-		{"YAML key", []string{"lint", yaml("k.yaml", "input: {url: \"stdin://\"}\noutput: {url: \"stdout://\"}\nbatch: {sise: 3}\n")}, `k.yaml: line 3: unknown key "sise" (valid: period, size); did you mean "size"?`},
+		{"YAML key", []string{"lint", yaml("k.yaml", "input: {url: \"stdin://\"}\noutput: {url: \"stdout://\"}\nbatch: {sise: 3}\n")}, `k.yaml: line 3: unknown key "sise" (valid: max_bytes, period, size); did you mean "size"?`},
 		{"YAML open quote", []string{"lint", yaml("q.yaml", "input:\n  url: \"stdin://\noutput:\n  url: \"stdout://\"\n")}, `q.yaml: line 2: the " quote opened on this line is not closed on it`},
 		{"flag", []string{"copy", "--dran", "--from", "stdin://", "--to", "stdout://"}, "unknown flag: --dran; did you mean --drain?"},
 		{"global flag", []string{"copy", "--log-formt", "json"}, "did you mean --log-format?"},
