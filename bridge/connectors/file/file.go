@@ -257,6 +257,7 @@ type target struct {
 	enc    *records.Encoder
 	size   int64 // bytes known to be durable in the file
 	sep    bool  // the file does not end with a line break: add one first
+	stream bool  // the output is no regular file (/dev/null, a pipe): written in turn, never synced
 	failed error
 }
 
@@ -277,7 +278,9 @@ func (t *target) Connect(ctx context.Context) error {
 	}
 	t.size = fi.Size()
 	var header []string
-	if t.size > 0 && t.format != records.Raw {
+	if t.stream {
+		t.size = 0
+	} else if t.size > 0 && t.format != records.Raw {
 		if header, err = t.readTail(); err != nil {
 			f.Close()
 			return err
@@ -289,6 +292,8 @@ func (t *target) Connect(ctx context.Context) error {
 
 // openOutput opens the output file, creating it, and takes its writer lock
 // before append=false empties it; a new or emptied file is made durable.
+// An output that is no regular file (/dev/null, a named pipe, a terminal)
+// is opened as it is, and t.stream set.
 func (t *target) openOutput() (*os.File, error) {
 	_, statErr := os.Stat(t.path)
 	created := errors.Is(statErr, fs.ErrNotExist)
@@ -297,6 +302,9 @@ func (t *target) openOutput() (*os.File, error) {
 		return nil, bridge.Permanent(fmt.Errorf("open output: %w", err))
 	} else if err != nil {
 		return nil, fmt.Errorf("open output: %w", err)
+	}
+	if t.stream, err = notRegular(f); err != nil || t.stream {
+		return f, err // a device or a pipe: nothing to lock, empty or sync
 	}
 	if err := lockOutput(f, t.path); err != nil {
 		f.Close()
@@ -309,10 +317,8 @@ func (t *target) openOutput() (*os.File, error) {
 		}
 	}
 	if created || !t.append {
-		err := f.Sync()
-		if err != nil {
-			err = fmt.Errorf("sync %s: %w", t.path, err)
-		} else {
+		err := f.Sync() // its error names the file
+		if err == nil {
 			err = syncDir(filepath.Dir(t.path))
 		}
 		if err != nil {
@@ -366,6 +372,9 @@ func (t *target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 	if t.sep {
 		data = append([]byte{'\n'}, data...)
 	}
+	if t.stream {
+		return t.writeStream(data, b)
+	}
 	if err := t.checkSize(); err != nil {
 		return err
 	}
@@ -383,6 +392,14 @@ func (t *target) WriteBatch(ctx context.Context, msgs []*bridge.Message) error {
 // writeRaw appends the payloads of msgs one after the other, streaming
 // each Body (file to file in the kernel where the system can).
 func (t *target) writeRaw(msgs []*bridge.Message) error {
+	if t.stream {
+		for _, m := range msgs {
+			if _, err := m.CopyPayload(t.f); err != nil {
+				return t.streamFailed(err)
+			}
+		}
+		return nil
+	}
 	if err := t.checkSize(); err != nil {
 		return err
 	}
@@ -398,6 +415,29 @@ func (t *target) writeRaw(msgs []*bridge.Message) error {
 		}
 	}
 	return t.commit(n)
+}
+
+// writeStream writes the records of b to an output that is no regular
+// file. What is written there is gone from mqb's hands once write returns:
+// there is no end to come back to and nothing to sync.
+func (t *target) writeStream(data []byte, b *records.Batch) error {
+	if _, err := t.f.Write(data); err != nil {
+		return t.streamFailed(err)
+	}
+	t.sep = false
+	b.Commit()
+	return nil
+}
+
+// streamFailed stops the target after a failed write to an output that is
+// no regular file: part of a batch may have gone out, and cannot be taken
+// back.
+func (t *target) streamFailed(err error) error {
+	if pe, ok := err.(*fs.PathError); ok && pe.Path == t.path {
+		err = pe.Err // named below
+	}
+	t.failed = bridge.Permanent(fmt.Errorf("write to %s: %w", t.path, err))
+	return t.failed
 }
 
 // checkSize stops the target, before it writes at the end it knows, when
@@ -430,7 +470,7 @@ func (t *target) cutBack(err error) error {
 func (t *target) commit(n int64) error {
 	if err := t.f.Sync(); err != nil {
 		// What reached the disk is unknown: do not write on top of it.
-		t.failed = bridge.Permanent(fmt.Errorf("sync %s: %w", t.path, err))
+		t.failed = bridge.Permanent(err) // "sync PATH: ..."
 		return t.failed
 	}
 	t.size += n
@@ -451,6 +491,16 @@ func (t *target) Close(ctx context.Context, cause error) error {
 		return nil
 	}
 	return t.f.Close()
+}
+
+// notRegular reports whether f is something other than a regular file.
+func notRegular(f *os.File) (bool, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return false, fmt.Errorf("open output: %w", err)
+	}
+	return !fi.Mode().IsRegular(), nil
 }
 
 func syncDir(dir string) error {
