@@ -134,10 +134,10 @@ func TestLayoutMismatchExits2AndStatSaysSo(t *testing.T) {
 	}
 	assert.Len(t, payloadFiles(t, spool), 1101, "nothing was deleted")
 
-	st := ok(t, "", "spool", "stat", spool)
+	st := ok(t, "", "spool", "stat", "dir-spool://"+spool)
 	assert.Contains(t, st.stdout, want)
 	assert.Regexp(t, `foreign\s+1101 file\(s\) with the payload extension fit no chunk name and are never delivered, e.g. notes.bin`, st.stdout)
-	js := ok(t, "", "spool", "stat", "--json", spool)
+	js := ok(t, "", "spool", "stat", "--json", "dir-spool://"+spool)
 	var rep struct {
 		Foreign int      `json:"foreign_payload_files"`
 		Names   []string `json:"foreign_payload_names"`
@@ -147,6 +147,36 @@ func TestLayoutMismatchExits2AndStatSaysSo(t *testing.T) {
 	assert.Equal(t, 1101, rep.Foreign)
 	assert.Equal(t, []string{"notes.bin"}, rep.Names)
 	assert.Contains(t, rep.Layout, want)
+
+	// Named by its bare path, the spool is read with the layout its chunks
+	// fit, and the spool commands say so.
+	st = ok(t, "", "spool", "stat", spool)
+	assert.Regexp(t, `backlog\s+1100 chunk\(s\)`, st.stdout)
+	assert.Contains(t, st.stdout, "layout    read as shard_depth=2 shard_width=3, the layout found on disk")
+	assert.Regexp(t, `foreign\s+1 file\(s\) with the payload extension fit no chunk name and are never delivered, e.g. notes.bin`, st.stdout)
+	assert.NotContains(t, st.stdout, "these options do not read")
+	js = ok(t, "", "spool", "stat", "--json", spool)
+	var found struct {
+		Chunks int    `json:"chunks"`
+		Found  string `json:"layout_found"`
+		Layout string `json:"layout_mismatch"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(js.stdout), &found))
+	assert.Equal(t, 1100, found.Chunks)
+	assert.Equal(t, "shard_depth=2 shard_width=3", found.Found)
+	assert.Empty(t, found.Layout)
+	ls := ok(t, "", "spool", "ls", "--limit", "2", spool)
+	assert.Regexp(t, `^000/000/000.bin\t0\t1\t\S+\n000/000/001.bin\t1\t1\t\S+\n$`, ls.stdout)
+	assert.Contains(t, ls.stderr, "read as shard_depth=2 shard_width=3")
+	pk := ok(t, "", "spool", "peek", spool)
+	assert.Regexp(t, `^==> 000/000/000.bin \(seq 0, `, pk.stdout)
+	assert.Contains(t, pk.stderr, "read as shard_depth=2 shard_width=3")
+	for _, cmd := range []string{"ls", "peek"} { // a URL's options are taken as given
+		r := run(t, "", "spool", cmd, "dir-spool://"+spool)
+		assert.Equal(t, 2, r.code, "%s: %s", cmd, r.stderr)
+		assert.Contains(t, r.stderr, want, cmd)
+		assert.Empty(t, r.stdout, cmd)
+	}
 
 	// With the right settings everything is read, and the stray file is
 	// warned about, once.

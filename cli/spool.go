@@ -20,8 +20,9 @@ func (a *app) spoolCommand() *cobra.Command {
 		Use:   "spool",
 		Short: "Inspect a directory spool",
 		Long: `The spool commands look into a directory spool without changing it. SPOOL is
-an absolute path or a dir-spool URL; give the URL form when the spool uses
-other naming, sharding or extension options than the defaults:
+an absolute path or a dir-spool URL. Given a path, they read a spool whose
+files the default options do not fit with the naming and sharding the files
+show, and say so; a URL gives the options to use:
 
   mqb spool stat 'dir-spool:///var/spool/telemetry?naming_pattern={seq:012}&shard_depth=2&shard_width=3'`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -82,4 +83,22 @@ func writeJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
+}
+
+// layoutOnDisk returns the options that read a spool named by a bare path
+// when its chunks all sit in one layout other than the defaults (a sharded
+// spool, longer names), as the refusal m describes it, and the settings
+// that differ (m.Fix); o and "" otherwise. A spool named by a URL is read
+// with the options the URL gives.
+func layoutOnDisk(arg string, o dirspool.Config, m *core.LayoutError) (dirspool.Config, string) {
+	if strings.Contains(arg, "://") || m == nil || m.Fixed == nil || m.Others > 0 {
+		return o, ""
+	}
+	o.Options = *m.Fixed
+	return o, m.Fix
+}
+
+// layoutNote tells that a spool was read with the settings fix.
+func layoutNote(fix string) string {
+	return fmt.Sprintf("read as %s, the layout found on disk (name the spool by a dir-spool URL to choose the options)", fix)
 }

@@ -2,11 +2,13 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 
 	"github.com/spf13/cobra"
 
+	"github.com/mqb-project/mqb/bridge/connectors/dirspool"
 	"github.com/mqb-project/mqb/core"
 )
 
@@ -37,49 +39,71 @@ it prints one JSON object per line.`,
 				return err
 			}
 			defer release()
-			l, err := o.Layout()
-			if err != nil {
+			n, err := listChunks(cmd.OutOrStdout(), fsys, o, asJSON, limit)
+			if err != nil || n > 0 {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			n := 0
-			err = walkPayloads(fsys, l, func(name string, seq uint64, e fs.DirEntry) bool {
-				ent := lsEntry{Name: name, Seq: seq}
-				if fi, err := e.Info(); err == nil {
-					ent.Size = fi.Size()
-				}
-				if l.Sidecars() {
-					if b, err := readFile(fsys, l.SidecarOf(name)); err == nil {
-						ent.Sidecar = true
-						var sc struct {
-							ID string `json:"message_id"`
-						}
-						if jsonUnmarshal(b, &sc) == nil {
-							ent.MessageID = sc.ID
-						}
-					}
-				}
-				if asJSON {
-					_ = writeJSONLine(out, ent)
-				} else {
-					id := ent.MessageID
-					if id == "" {
-						id = "-"
-					}
-					fmt.Fprintf(out, "%s\t%d\t%d\t%s\n", ent.Name, ent.Seq, ent.Size, id)
-				}
-				n++
-				return limit == 0 || n < limit
-			})
-			if err != nil {
-				return fmt.Errorf("spool %s: list: %w", o.Path, err)
+			// Nothing listed: the spool may be empty, or laid out otherwise.
+			sv, err := core.SurveyLayout(cmd.Context(), fsys, o.Options)
+			if err != nil || sv.Mismatch == nil {
+				return err
 			}
-			return nil
+			fixed, fix := layoutOnDisk(args[0], o, sv.Mismatch)
+			if fix == "" {
+				return sv.Mismatch
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "mqb: spool %s: %s\n", o.Path, layoutNote(fix))
+			_, err = listChunks(cmd.OutOrStdout(), fsys, fixed, asJSON, limit)
+			return err
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per chunk")
 	cmd.Flags().IntVar(&limit, "limit", 0, "list at most this many chunks (0: all)")
 	return cmd
+}
+
+// listChunks prints the chunks of the spool, at most limit of them (0:
+// all), and returns how many it printed.
+func listChunks(out io.Writer, fsys core.FS, o dirspool.Config, asJSON bool, limit int) (int, error) {
+	l, err := o.Layout()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	err = walkPayloads(fsys, l, func(name string, seq uint64, e fs.DirEntry) bool {
+		ent := lsEntry{Name: name, Seq: seq}
+		if fi, err := e.Info(); err == nil {
+			ent.Size = fi.Size()
+		}
+		if l.Sidecars() {
+			ent.Sidecar, ent.MessageID = sidecarID(fsys, l.SidecarOf(name))
+		}
+		if asJSON {
+			_ = writeJSONLine(out, ent)
+		} else {
+			fmt.Fprintf(out, "%s\t%d\t%d\t%s\n", ent.Name, ent.Seq, ent.Size, orDash(ent.MessageID))
+		}
+		n++
+		return limit == 0 || n < limit
+	})
+	if err != nil {
+		return n, fmt.Errorf("spool %s: list: %w", o.Path, err)
+	}
+	return n, nil
+}
+
+// sidecarID reads the message id from a chunk's sidecar: whether the
+// sidecar is there, and the id ("" when it holds none).
+func sidecarID(fsys core.FS, name string) (bool, string) {
+	b, err := readFile(fsys, name)
+	if err != nil {
+		return false, ""
+	}
+	var sc struct {
+		ID string `json:"message_id"`
+	}
+	_ = jsonUnmarshal(b, &sc)
+	return true, sc.ID
 }
 
 // walkPayloads calls fn for every committed payload in delivery order until

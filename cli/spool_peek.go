@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mqb-project/mqb/bridge/connectors/dirspool"
 	"github.com/mqb-project/mqb/core"
 )
 
@@ -44,13 +46,14 @@ with --json, as a string when they are UTF-8 and in base64 otherwise.`,
 				return err
 			}
 			defer release()
-			o.DrainOnRead, o.ExitWhenEmpty, o.StopOnDone = false, true, false
-			c, err := core.OpenConsumer(fsys, o.Options)
-			if err != nil {
-				return err
+			ds, err := peek(cmd.Context(), fsys, o, count)
+			var le *core.LayoutError
+			if errors.As(err, &le) {
+				if fixed, fix := layoutOnDisk(args[0], o, le); fix != "" {
+					fmt.Fprintf(cmd.ErrOrStderr(), "mqb: spool %s: %s\n", o.Path, layoutNote(fix))
+					ds, err = peek(cmd.Context(), fsys, fixed, count)
+				}
 			}
-			defer c.Close()
-			ds, err := c.Read(cmd.Context(), count)
 			if errors.Is(err, core.ErrEnd) {
 				return nil // an empty spool: nothing to show
 			}
@@ -93,6 +96,18 @@ with --json, as a string when they are UTF-8 and in base64 otherwise.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object per message")
 	cmd.Flags().IntVarP(&count, "count", "n", 1, "how many messages to show")
 	return cmd
+}
+
+// peek reads the first count messages of the spool without consuming
+// them or taking the CONSUMER claim.
+func peek(ctx context.Context, fsys core.FS, o dirspool.Config, count int) ([]*core.Delivery, error) {
+	o.DrainOnRead, o.ExitWhenEmpty, o.StopOnDone = false, true, false
+	c, err := core.OpenConsumer(fsys, o.Options)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return c.Read(ctx, count)
 }
 
 func orDash(s string) string {

@@ -54,6 +54,11 @@ type statReport struct {
 	ForeignNames []string `json:"foreign_payload_names,omitempty"`
 	Links        []string `json:"symbolic_links,omitempty"`
 	Layout       string   `json:"layout_mismatch,omitempty"`
+	// LayoutFound names the settings a spool named by a bare path was
+	// read with, those its files fit, when they are not the defaults.
+	LayoutFound string `json:"layout_found,omitempty"`
+
+	mismatch *core.LayoutError
 }
 
 // boundsInfo is how full a bounded spool is: its limits (from the URL given
@@ -82,6 +87,12 @@ and whether that process is still alive, and the DONE sentinel's record.`,
 			rep, err := spoolStat(cmd.Context(), fsys, o)
 			if err != nil {
 				return err
+			}
+			if fixed, fix := layoutOnDisk(args[0], o, rep.mismatch); rep.Chunks == 0 && fix != "" {
+				if rep, err = spoolStat(cmd.Context(), fsys, fixed); err != nil {
+					return err
+				}
+				rep.LayoutFound = fix
 			}
 			if asJSON {
 				return writeJSON(cmd.OutOrStdout(), rep)
@@ -113,7 +124,7 @@ func spoolStat(ctx context.Context, fsys core.FS, o dirspool.Config) (*statRepor
 	}
 	rep.Foreign, rep.ForeignNames, rep.Links = sv.Foreign, sv.ForeignNames, sv.Links
 	if sv.Mismatch != nil {
-		rep.Layout = sv.Mismatch.Error()
+		rep.Layout, rep.mismatch = sv.Mismatch.Error(), sv.Mismatch
 	}
 	if st.Chunks > 0 {
 		rep.Oldest, rep.Newest = info(st.Oldest, st.OldestSeq), info(st.Newest, st.NewestSeq)
@@ -220,6 +231,9 @@ func printSurvey(w io.Writer, r *statReport) {
 	}
 	for _, l := range r.Links {
 		fmt.Fprintf(w, "link\t%s is a symbolic link; mqb never follows links in a spool\n", l)
+	}
+	if r.LayoutFound != "" {
+		fmt.Fprintf(w, "layout\t%s\n", layoutNote(r.LayoutFound))
 	}
 	if r.Layout != "" {
 		fmt.Fprintf(w, "layout\t%s\n", r.Layout)

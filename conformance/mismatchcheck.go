@@ -135,8 +135,29 @@ func checkLayoutMismatch(t TB, e *env) {
 			if n := countPayloads(t, fsys, ".bin") + countPayloads(t, fsys, ".dat"); n != 12 {
 				t.Errorf("%d payloads left, want all 12", n)
 			}
+			if !draining && le != nil {
+				checkFixedReads(t, e, fsys, le, tc.producer, strings.Join(payloads, ","))
+			}
 		}
 	}
+}
+
+// checkFixedReads checks that a consumer with the options a LayoutError
+// names (Fixed) reads every chunk of the spool, in order.
+func checkFixedReads(t TB, e *env, fsys core.FS, le *core.LayoutError, producer, want string) {
+	if le.Fixed == nil {
+		t.Errorf("%s spool: the refusal names no options that read it", producer)
+		return
+	}
+	o := *le.Fixed
+	o.ExitWhenEmpty = true
+	c, err := core.OpenConsumer(fsys, o)
+	noErr(t, "OpenConsumer with the fixed options", err)
+	got, err := readToEnd(e, c)
+	if !errors.Is(err, core.ErrEnd) || got != want {
+		t.Errorf("%s spool, read with the fixed options (%s): %q, then %v; want %q, then the end", producer, le.Fix, got, err, want)
+	}
+	noErr(t, "Close", c.Close())
 }
 
 // Layouts that fit are not refused: sidecars a consumer without sidecars

@@ -31,6 +31,9 @@ type LayoutError struct {
 	Example string // one of them, relative to the spool root
 	Fix     string // e.g. "shard_depth=2 shard_width=3"
 	Others  int    // payload files of other groups that do not fit either
+	// Fixed is the options with Fix applied, which read this group; nil
+	// when Fix is empty.
+	Fixed *Options
 }
 
 func (e *LayoutError) Error() string {
@@ -295,7 +298,8 @@ func (sv *surveyor) mismatch(o Options) *LayoutError {
 		return a.example < b.example
 	})
 	sh, g := shapes[0], sv.groups[shapes[0]]
-	return &LayoutError{Spool: o.Path, Chunks: g.n, Where: sv.where(sh), Example: g.example, Fix: sv.fix(o, sh), Others: total - g.n}
+	fix, fixed := sv.fix(o, sh)
+	return &LayoutError{Spool: o.Path, Chunks: g.n, Where: sv.where(sh), Example: g.example, Fix: fix, Fixed: fixed, Others: total - g.n}
 }
 
 func (sv *surveyor) where(sh shape) string {
@@ -323,31 +327,36 @@ func (sv *surveyor) where(sh shape) string {
 	return strings.Join(parts, ", ")
 }
 
-// fix names the settings that differ from o and would read files of sh, or
-// "" when no valid settings would.
-func (sv *surveyor) fix(o Options, sh shape) string {
+// fix names the settings that differ from o and would read files of sh,
+// and returns o with them applied; "" and nil when no valid settings would.
+func (sv *surveyor) fix(o Options, sh shape) (string, *Options) {
 	if sh.width < 0 {
-		return ""
+		return "", nil
 	}
 	n := sh.depth*sh.width + sh.digits
 	pattern := "{seq:0" + strconv.Itoa(n) + "}" + sv.l.suffix
 	if _, err := NewLayout(pattern, sh.depth, sh.width, sh.ext, o.MetadataExt); err != nil {
-		return ""
+		return "", nil
 	}
+	fixed := o
 	var set []string
 	if sh.depth != o.ShardDepth {
 		set = append(set, "shard_depth="+strconv.Itoa(sh.depth))
+		fixed.ShardDepth = sh.depth
 	}
 	if sh.depth > 0 && (sh.width != o.ShardWidth || sh.depth != o.ShardDepth) {
 		set = append(set, "shard_width="+strconv.Itoa(sh.width))
+		fixed.ShardWidth = sh.width
 	}
 	if n != sv.l.digits {
 		set = append(set, "naming_pattern="+pattern)
+		fixed.NamingPattern = pattern
 	}
 	if sh.ext != o.PayloadExt {
 		set = append(set, "payload_extension="+sh.ext)
+		fixed.PayloadExt = sh.ext
 	}
-	return strings.Join(set, " ")
+	return strings.Join(set, " "), &fixed
 }
 
 // thousands writes n with commas between groups of three digits.
