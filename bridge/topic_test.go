@@ -7,8 +7,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/mqb-project/mqb/bridge"
+	"github.com/mqb-project/mqb/bridge/connectors/dirspool"
 	"github.com/mqb-project/mqb/bridge/connectors/mqtt"
 	"github.com/mqb-project/mqb/bridge/connectors/nats"
+	"github.com/mqb-project/mqb/bridge/connectors/postgres"
+	"github.com/mqb-project/mqb/bridge/connectors/stdio"
 )
 
 // TestSameTopicRefused: a route whose input subscribes to what its output
@@ -88,4 +91,42 @@ func TestSameSessionRefused(t *testing.T) {
 		requireRefused(t, err, `route a's input and route b's input both connect as MQTT client id "mqb-`)
 		assert.Contains(t, err.Error(), "give one of them another client_id")
 	})
+}
+
+// TestSameTableRefused: a route whose output and dead_letter are one
+// PostgreSQL table is refused (the table would refuse the message again),
+// however the host and the table are spelled; two routes of one run may
+// write to one table.
+func TestSameTableRefused(t *testing.T) {
+	e := bridge.NewEnv()
+	postgres.Register(e)
+	stdio.Register(e)
+	dirspool.Register(e)
+	in := bridge.Endpoint{URL: "stdin://"}
+	pg := func(host, table string) bridge.Endpoint {
+		return bridge.Endpoint{URL: "postgres://u:secret@" + host + "/test?table=" + table}
+	}
+	for _, tc := range []struct {
+		name      string
+		out, dead bridge.Endpoint
+		refused   string
+	}{
+		{"one table", pg("127.0.0.1", "orders"), pg("localhost:5432", "Orders"),
+			"the output and the dead_letter are both table orders of database test at localhost:5432, so refused messages would land among the delivered ones"},
+		{"one quoted table", pg("db", "app.%22Orders%22"), pg("db", "APP.%22Orders%22"), "are both table app.Orders of database test at db:5432"},
+		{"another table", pg("127.0.0.1", "orders"), pg("127.0.0.1", "orders_dead"), ""},
+		{"a quoted name keeps its case", pg("127.0.0.1", "%22Orders%22"), pg("127.0.0.1", "orders"), ""},
+		{"another database server", pg("127.0.0.1", "orders"), pg("127.0.0.1:5433", "orders"), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.NewRoute(placeRoute(in, tc.out, tc.dead))
+			requireRefused(t, err, tc.refused)
+			if err != nil {
+				assert.NotContains(t, err.Error(), "secret")
+			}
+		})
+	}
+	a, b := bridge.Endpoint{URL: "dir-spool://" + t.TempDir()}, bridge.Endpoint{URL: "dir-spool://" + t.TempDir()}
+	require.NoError(t, routesApart(t, e, placeRoute(a, pg("127.0.0.1", "orders"), bridge.Endpoint{}),
+		placeRoute(b, pg("localhost", "orders"), bridge.Endpoint{})), "routes of one run share a table")
 }

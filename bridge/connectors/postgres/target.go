@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/netip"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -56,7 +59,10 @@ type Target struct {
 	sqls    map[string]string  // INSERT text by sorted key set
 }
 
-var _ bridge.Target = (*Target)(nil)
+var (
+	_ bridge.Target       = (*Target)(nil)
+	_ bridge.SharedOutput = (*Target)(nil)
+)
 
 func newTarget(env *bridge.Env, v *option.Values) (*Target, error) {
 	dsn := v.String("dsn")
@@ -285,6 +291,38 @@ func (t *Target) columnNames() []string {
 // call, and pgx has sent their arguments to the server by the time the
 // transaction ends, committed or not.
 func (t *Target) ForgetsPayloads() bool { return true }
+
+// Place names the table, so that a route whose output and dead_letter are
+// one table is refused: a message the table refused would be refused there
+// again. Loopback host names are taken as one host; a table name is
+// compared as PostgreSQL folds it (unquoted parts in lower case), without
+// guessing its schema.
+func (t *Target) Place() (string, string) {
+	host := t.cfg.Host
+	if ip, err := netip.ParseAddr(host); host == "localhost" || (err == nil && ip.IsLoopback()) {
+		host = "localhost"
+	}
+	return "postgresql", fmt.Sprintf("table %s of database %s at %s", foldName(t.table), t.cfg.Database,
+		net.JoinHostPort(host, strconv.Itoa(int(t.cfg.Port))))
+}
+
+// SharedByRoutes says that routes of one run may write to one table
+// (bridge.SharedOutput): the database takes concurrent writers.
+func (t *Target) SharedByRoutes() {}
+
+// foldName folds a possibly qualified table name as PostgreSQL does:
+// unquoted parts to lower case, quoted ones as they are.
+func foldName(name string) string {
+	parts := strings.Split(strings.TrimSpace(name), ".")
+	for i, p := range parts {
+		if len(p) >= 2 && p[0] == '"' && p[len(p)-1] == '"' {
+			parts[i] = p[1 : len(p)-1]
+		} else {
+			parts[i] = strings.ToLower(p)
+		}
+	}
+	return strings.Join(parts, ".")
+}
 
 // WriteBatch inserts msgs in one transaction and returns nil only once it
 // has committed.
