@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -245,11 +246,16 @@ func NewTarget(env *bridge.Env, v *option.Values) (bridge.Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &target{config: c, append: v.Bool("append"), mode: fs.FileMode(v.FileMode("file_mode"))}, nil
+	log := env.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &target{config: c, append: v.Bool("append"), mode: fs.FileMode(v.FileMode("file_mode")), log: log}, nil
 }
 
 type target struct {
 	config
+	log    *slog.Logger
 	append bool
 	mode   fs.FileMode
 	mu     sync.Mutex
@@ -280,6 +286,9 @@ func (t *target) Connect(ctx context.Context) error {
 	var header []string
 	if t.stream {
 		t.size = 0
+	} else if err := t.cutTornTail(f); err != nil {
+		f.Close()
+		return err
 	} else if t.size > 0 && t.format != records.Raw {
 		if header, err = t.readTail(); err != nil {
 			f.Close()
@@ -287,6 +296,28 @@ func (t *target) Connect(ctx context.Context) error {
 		}
 	}
 	t.f, t.enc = f, records.NewEncoder(t.format, t.delim, header)
+	if !t.stream {
+		writeMark(f, t.size) // what is there now stays, whatever happens next
+	}
+	return nil
+}
+
+// cutTornTail cuts off the partial record that a writer killed in the
+// middle of a batch left at the end of the output (see the committed mark),
+// and says so.
+func (t *target) cutTornTail(f *os.File) error {
+	if t.format == records.Raw {
+		return nil // raw payloads have no line to end at
+	}
+	size, cut, err := cutTornTail(f, t.size)
+	if err != nil {
+		return err
+	}
+	if cut > 0 {
+		t.log.Warn("cut a partial record off the end of the output, left by a writer that stopped in the middle of a batch it never acknowledged; the source delivers that batch again",
+			"path", t.path, "bytes", cut)
+	}
+	t.size = size
 	return nil
 }
 
@@ -474,6 +505,7 @@ func (t *target) commit(n int64) error {
 		return t.failed
 	}
 	t.size += n
+	writeMark(t.f, t.size)
 	return nil
 }
 
