@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -52,4 +53,19 @@ func TestOutputThatIsNoRegularFile(t *testing.T) {
 	require.NoError(t, pipe.WriteBatch(ctx, msgs(`{"a":3}`)))
 	require.NoError(t, pipe.Close(ctx, nil))
 	assert.Equal(t, "{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n", <-got)
+}
+
+// TestPipeWithoutReaderGivesUpWithTheContext: a named pipe that no program
+// reads makes Connect wait, but not past its context (a plain open would
+// wait in the kernel, deaf to Ctrl-C).
+func TestPipeWithoutReaderGivesUpWithTheContext(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "pipe")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := newTarget(t, "file://"+fifo+"?format=json").Connect(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), "is a named pipe that no program has opened for reading")
+	assert.Less(t, time.Since(start), 5*time.Second)
 }

@@ -273,7 +273,7 @@ var _ bridge.Target = (*target)(nil)
 // append=false, and learns how it ends (a missing final line break, a CSV
 // header) so that appended records follow on.
 func (t *target) Connect(ctx context.Context) error {
-	f, err := t.openOutput()
+	f, err := t.openOutput(ctx)
 	if err != nil {
 		return err
 	}
@@ -325,10 +325,16 @@ func (t *target) cutTornTail(f *os.File) error {
 // before append=false empties it; a new or emptied file is made durable.
 // An output that is no regular file (/dev/null, a named pipe, a terminal)
 // is opened as it is, and t.stream set.
-func (t *target) openOutput() (*os.File, error) {
-	_, statErr := os.Stat(t.path)
+func (t *target) openOutput(ctx context.Context) (*os.File, error) {
+	fi, statErr := os.Stat(t.path)
 	created := errors.Is(statErr, fs.ErrNotExist)
-	f, err := os.OpenFile(t.path, os.O_WRONLY|os.O_CREATE, t.mode)
+	var f *os.File
+	var err error
+	if statErr == nil && fi.Mode()&fs.ModeNamedPipe != 0 {
+		f, err = openPipe(ctx, t.path)
+	} else {
+		f, err = os.OpenFile(t.path, os.O_WRONLY|os.O_CREATE, t.mode)
+	}
 	if errors.Is(err, fs.ErrNotExist) { // the directory is missing: mqb does not create it
 		return nil, bridge.Permanent(fmt.Errorf("open output: %w", err))
 	} else if err != nil {
