@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/mqb-project/mqb/bridge"
 	"github.com/mqb-project/mqb/core/option"
@@ -106,15 +107,24 @@ func (a *app) copyConfig(cmd *cobra.Command, f *copyFlags) (*bridge.Config, erro
 	if err := deadLetterFlags(cfg, f, fl.Changed("max-deliveries")); err != nil {
 		return nil, err
 	}
+	if err := batchFlags(cfg, f, fl); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// batchFlags applies --batch-size, --batch-period and --batch-max-bytes to
+// cfg: each one given, and --batch-size's default without a route file.
+func batchFlags(cfg *bridge.Config, f *copyFlags, fl *pflag.FlagSet) error {
 	if fl.Changed("batch-size") || f.config == "" {
 		if f.batchSize < 1 {
-			return nil, usage(fmt.Errorf("--batch-size must be 1 or more (got %d)", f.batchSize))
+			return usage(fmt.Errorf("--batch-size must be 1 or more (got %d)", f.batchSize))
 		}
 		cfg.Batch.Size = f.batchSize
 	}
 	if fl.Changed("batch-period") {
 		if f.batchPeriod < 0 {
-			return nil, usage(fmt.Errorf("--batch-period must not be negative (got %v)", f.batchPeriod))
+			return usage(fmt.Errorf("--batch-period must not be negative (got %v)", f.batchPeriod))
 		}
 		cfg.Batch.Period = bridge.Duration(f.batchPeriod)
 	}
@@ -124,11 +134,11 @@ func (a *app) copyConfig(cmd *cobra.Command, f *copyFlags) (*bridge.Config, erro
 			err = fmt.Errorf("must be 1 or more (got %d)", n)
 		}
 		if err != nil {
-			return nil, usage(fmt.Errorf("--batch-max-bytes: %w", err))
+			return usage(fmt.Errorf("--batch-max-bytes: %w", err))
 		}
 		cfg.Batch.MaxBytes = bridge.ByteSize(n)
 	}
-	return cfg, nil
+	return nil
 }
 
 // deadLetterFlags applies --dead-letter and --max-deliveries to cfg.
