@@ -189,18 +189,26 @@ func TestBatchLoadedInPartsOfMaxBytes(t *testing.T) {
 	assert.Equal(t, strings.Repeat("y", 300), string(tgt.got[5].Payload), "the target got the bytes")
 }
 
+// streamingRoute is a route from a source of msgs to a target that reads
+// Bodies itself, with BatchMaxBytes maxBytes.
+func streamingRoute(msgs []*bridge.Message, maxBytes int64) (*bridge.Route, *fakeSource, *fakeTarget) {
+	src := newFakeSource(0)
+	src.queue = msgs
+	tgt := &fakeTarget{}
+	r := newRoute(src, tgt)
+	r.Target = streamingTarget{tgt}
+	r.BatchMaxBytes = maxBytes
+	return r, src, tgt
+}
+
 // TestBatchForStreamingTargetStaysWhole: a target that reads Bodies itself
 // gets the batch in one write, whatever its size: nothing is loaded.
 func TestBatchForStreamingTargetStaysWhole(t *testing.T) {
 	opens := 0
-	src := newFakeSource(0)
-	src.queue = bodies(6, 100, &opens)
-	tgt := &fakeTarget{}
-	r := newRoute(src, tgt)
-	r.Target = streamingTarget{tgt}
-	r.BatchMaxBytes = 250
+	r, src, tgt := streamingRoute(bodies(6, 100, &opens), 250)
 	require.NoError(t, r.Run(context.Background()))
 	assert.Equal(t, []int{6}, tgt.batches)
+	assert.Equal(t, []string{"write 6", "ack 6"}, src.events)
 	assert.Zero(t, opens)
 }
 
@@ -232,12 +240,7 @@ func TestBatchPartFailureNacksTheWholeBatch(t *testing.T) {
 // they drop whole is acknowledged with the batch.
 func TestPipelineRunsPerPart(t *testing.T) {
 	opens := 0
-	src := newFakeSource(0)
-	src.queue = bodies(4, 100, &opens)
-	tgt := &fakeTarget{}
-	r := newRoute(src, tgt)
-	r.Target = streamingTarget{tgt}
-	r.BatchMaxBytes = 200
+	r, src, tgt := streamingRoute(bodies(4, 100, &opens), 200)
 	seen := 0
 	r.Pipeline = &bridge.Pipeline{Processors: []bridge.Processor{procFunc(func(m *bridge.Message) ([]*bridge.Message, error) {
 		require.NotNil(t, m.Payload, "a processor gets bytes")
