@@ -385,6 +385,7 @@ func (c *conn) connect(ctx context.Context, o *paho.ClientOptions, lock bool) er
 	if err != nil {
 		c.client.Disconnect(0)
 		c.client = nil
+		c.unlockSession() // taken again by the next attempt; a process that ends here leaves no lock file
 		if errRefused(err) {
 			// Bad credentials and the like: not retried, exit 2.
 			return &bridge.ConfigError{Err: err}

@@ -612,7 +612,8 @@ func TestBadCredentialsFailAtOnce(t *testing.T) {
 	env := testEnv()
 	for _, kind := range []string{"source", "target"} {
 		t.Run(kind, func(t *testing.T) {
-			raw := "mqtt://mqb:Wrong-S3cret@" + addr + "?topic=t&connect_timeout=20s&client_id=" + unique("mqb-test-")
+			id := unique("mqb-test-")
+			raw := "mqtt://mqb:Wrong-S3cret@" + addr + "?topic=t&connect_timeout=20s&client_id=" + id
 			var ep interface {
 				Connect(context.Context) error
 			}
@@ -632,6 +633,8 @@ func TestBadCredentialsFailAtOnce(t *testing.T) {
 			assert.ErrorIs(t, err, bridge.ErrConfig, "not retried by the route: exit 2")
 			assert.NotContains(t, err.Error(), "Wrong-S3cret")
 			assert.NotContains(t, err.Error(), "\n")
+			lock := filepath.Join(sessionLockDir(), sessionLockName(addr, id))
+			assert.NoFileExists(t, lock, "a failed connect lets go of the client id lock, file and all")
 		})
 	}
 
