@@ -142,26 +142,37 @@ func (f *FS) ReadWholeFile(name string, buf func(size int) []byte) ([]byte, erro
 }
 
 // ReadWholeFiles reads files whole, as ReadWholeFile does, under one hold
-// of the root (core.WholeFileReader).
+// of the root (core.WholeFileReader). When the first file is large, the
+// rest are read on several threads (see readers): Lend may then be called
+// from more than one goroutine at once.
 func (f *FS) ReadWholeFiles(reads []core.WholeRead) int {
 	f.rootMu.RLock()
 	defer f.rootMu.RUnlock()
+	n := readers(reads)
 	for i := range reads {
 		r := &reads[i]
-		switch {
-		case f.rootfd < 0:
-			r.Data, r.Err = nil, &fs.PathError{Op: "read", Path: r.Name, Err: fs.ErrClosed}
-		case !fs.ValidPath(r.Name):
-			r.Data, r.Err = nil, &fs.PathError{Op: "read", Path: r.Name, Err: fs.ErrInvalid}
-		default:
-			r.Data, r.Err = f.readWholeAt(f.rootfd, r.Name, r)
-			r.Err = pathErr("read", r.Name, r.Err)
-		}
+		f.readOneOf(r)
 		if r.Stops() {
 			return i + 1
 		}
+		if n > 1 && fansOut(r, len(reads)-i-1) {
+			return i + 1 + f.readFannedOut(reads[i+1:], n)
+		}
 	}
 	return len(reads)
+}
+
+// readOneOf is one read of ReadWholeFiles. The caller holds rootMu.
+func (f *FS) readOneOf(r *core.WholeRead) {
+	switch {
+	case f.rootfd < 0:
+		r.Data, r.Err = nil, &fs.PathError{Op: "read", Path: r.Name, Err: fs.ErrClosed}
+	case !fs.ValidPath(r.Name):
+		r.Data, r.Err = nil, &fs.PathError{Op: "read", Path: r.Name, Err: fs.ErrInvalid}
+	default:
+		r.Data, r.Err = f.readWholeAt(f.rootfd, r.Name, r)
+		r.Err = pathErr("read", r.Name, r.Err)
+	}
 }
 
 // readWholeAt opens name below rootfd and reads it whole into r's buffer

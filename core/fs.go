@@ -166,6 +166,12 @@ type WholeFileReader interface {
 	// (an error matching fs.ErrNotExist), and returns how many it tried.
 	// One call for many files keeps the code that runs between their
 	// system calls short: the consumer reads ahead through it.
+	//
+	// The files may be read in any order and on several goroutines at
+	// once, so no two reads may share an Into buffer, and Lend must be
+	// safe to call concurrently; reads that share a Probe are read one
+	// after the other. Reads past the one that stops the call may have
+	// been made meanwhile: they are undone (Data nil, Kept closed).
 	ReadWholeFiles(reads []WholeRead) int
 }
 

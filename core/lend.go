@@ -16,7 +16,9 @@ import (
 // LendPayloadBuffers makes the consumer read each payload into a buffer
 // that get returns for the payload's size: Delivery.Payload is then
 // get(size)[:size]. get is called with the consumer's lock held, once per
-// payload read, and must not call the consumer.
+// payload read, never twice at once (an FS may read a batch's payloads on
+// several threads; the consumer makes their calls take turns), and must
+// not call the consumer.
 //
 // The buffer belongs to the consumer, and then to the Delivery, until that
 // delivery is acknowledged: after Ack (or after Close, for every delivery
@@ -35,7 +37,21 @@ import (
 func (c *Consumer) LendPayloadBuffers(get func(size int) []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.lend = get
+	c.lend = takingTurns(get)
+}
+
+// takingTurns returns get made safe to call from several goroutines: the
+// calls take turns. nil stays nil.
+func takingTurns(get func(size int) []byte) func(size int) []byte {
+	if get == nil {
+		return nil
+	}
+	var mu sync.Mutex
+	return func(size int) []byte {
+		mu.Lock()
+		defer mu.Unlock()
+		return get(size)
+	}
 }
 
 // readLent is readFile reading a file of known size into a buffer from get.
