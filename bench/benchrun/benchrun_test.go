@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,9 @@ func TestRunReportIsWellFormed(t *testing.T) {
 			assert.InDelta(t, mid, r.RatioToRaw, 1e-9, "%s: x raw is the median of the rounds' ratios", r.Name)
 		}
 		assert.Equal(t, 50, r.Count, r.Name)
+		if runtime.GOOS == "linux" {
+			assert.Positive(t, r.CPURatioToRaw, "%s %s: CPU time is measured", r.Op, r.Name)
+		}
 		if r.Op == OpProduce && r.Fsync == "batch" {
 			assert.Len(t, r.RawStrategies, 3, r.Name)
 			assert.Equal(t, r.RawMsgsPerSec, r.RawStrategies[r.RawArm], "%s: the best raw strategy is the baseline", r.Name)
@@ -79,6 +83,9 @@ func TestRunReportIsWellFormed(t *testing.T) {
 	assert.Regexp(t, `(?m)^ *consume +none +1 +100B +lent `, buf.String(), "the read column")
 	assert.Regexp(t, `(?m)^ *consume +none +1 +100B +bytes `, buf.String(), "the read column")
 	assert.Contains(t, buf.String(), "LendPayloadBuffers", "the read modes are explained")
+	if runtime.GOOS == "linux" {
+		assert.Contains(t, buf.String(), "cpu x raw", "the CPU column and its legend")
+	}
 
 	// SVG: well-formed XML with one bar per result.
 	buf.Reset()

@@ -67,6 +67,12 @@ type Result struct {
 	// whose median is RatioToRaw. How far they spread is the run's noise
 	// for the cell. Reports from before the field have none.
 	RoundsRatioToRaw []float64 `json:"rounds_ratio_to_raw,omitempty"`
+	// CPURatioToRaw is the CPU time (user and system, every thread) the
+	// spool arm took over all rounds divided by RawArm's: above 1 the spool
+	// spent more CPU on the same messages, as when it reads on several
+	// threads. 0 where CPU time is not measured, and in reports from
+	// before the field.
+	CPURatioToRaw float64 `json:"cpu_ratio_to_raw,omitempty"`
 
 	RoundsMsgsPerSec []float64 `json:"rounds_msgs_per_sec"`
 }
@@ -97,6 +103,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if _, err := fmt.Fprintln(w, "\nx raw: spool msgs/s over raw-syscall msgs/s measured in the same rounds (1.00 = no overhead);\n  the median of the rounds' ratios, whose lowest and highest are the range."); err != nil {
 		return err
 	}
+	if r.cpuMeasured() {
+		fmt.Fprintln(w, "cpu x raw: the CPU time (user and system, every thread) the spool took over the raw arm's, all rounds;\n  above 1 it spent more CPU on the same messages (a batch of large payloads is read on several threads).")
+	}
 	if vary["read"] {
 		fmt.Fprintf(w, "read: lent = payloads read into buffers lent from a pool refilled at Ack (Consumer.LendPayloadBuffers),\n  reused from batch to batch as the raw loop reuses its buffer; bytes = a new Delivery.Payload per message;\n  stream = payloads above %d KiB left on disk (Consumer.SetStreamAbove), each read into one buffer (Delivery.ReadInto).\n", streamAbove>>10)
 	}
@@ -117,7 +126,12 @@ func (r *Report) writeTable(w io.Writer, vary map[string]bool) error {
 			head = append(head, k)
 		}
 	}
-	head = append(head, "msgs/s", "MB/s", "p50 batch", "p99 batch", "raw msgs/s", "x raw", "range", "raw")
+	head = append(head, "msgs/s", "MB/s", "p50 batch", "p99 batch", "raw msgs/s", "x raw", "range")
+	cpu := r.cpuMeasured()
+	if cpu {
+		head = append(head, "cpu x raw")
+	}
+	head = append(head, "raw")
 	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
 	for _, x := range r.Results {
 		row := []string{x.Op, x.Fsync, fmt.Sprint(x.BatchSize), FormatSize(int64(x.PayloadBytes))}
@@ -135,10 +149,27 @@ func (r *Report) writeTable(w io.Writer, vary map[string]bool) error {
 		}
 		row = append(row, fmtRate(x.MsgsPerSec), fmt.Sprintf("%.1f", x.MBPerSec),
 			fmtMs(x.P50BatchMs), fmtMs(x.P99BatchMs), fmtRate(x.RawMsgsPerSec),
-			fmt.Sprintf("%.2f", x.RatioToRaw), ratioRange(x), strings.TrimPrefix(strings.TrimPrefix(x.RawArm, RawArmPrefix), "/"))
+			fmt.Sprintf("%.2f", x.RatioToRaw), ratioRange(x))
+		if cpu {
+			row = append(row, fmtRatio(x.CPURatioToRaw))
+		}
+		row = append(row, strings.TrimPrefix(strings.TrimPrefix(x.RawArm, RawArmPrefix), "/"))
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	return tw.Flush()
+}
+
+// cpuMeasured reports whether a result has its CPU time measured.
+func (r *Report) cpuMeasured() bool {
+	return slices.ContainsFunc(r.Results, func(x Result) bool { return x.CPURatioToRaw > 0 })
+}
+
+// fmtRatio is a ratio with two decimals; "" for 0 (not measured).
+func fmtRatio(x float64) string {
+	if x == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.2f", x)
 }
 
 // summaryAt is the ratio to raw the summary line counts cells against.

@@ -193,6 +193,7 @@ type measure struct {
 	total [][]time.Duration // [arm][round] time for the round's messages
 	steps [][]time.Duration // [arm] every step's duration
 	msgs  []int             // [round] messages per arm
+	cpu   []time.Duration   // [arm] CPU time over every round (Trial.CPU)
 	turns *turns            // the arms' order, run on from round to round
 }
 
@@ -220,6 +221,7 @@ func (m *measure) round(ctx context.Context, dir string, count int) error {
 		m.arms = t.Arms()
 		m.total = make([][]time.Duration, len(m.arms))
 		m.steps = make([][]time.Duration, len(m.arms))
+		m.cpu = make([]time.Duration, len(m.arms))
 	}
 	if err := t.Fill(count); err != nil {
 		return err
@@ -243,6 +245,9 @@ func (m *measure) round(ctx context.Context, dir string, count int) error {
 	}
 	for i := range sums {
 		m.total[i] = append(m.total[i], sums[i])
+	}
+	for i, d := range t.CPU() {
+		m.cpu[i] += d
 	}
 	m.msgs = append(m.msgs, count)
 	return t.Close()
@@ -290,6 +295,9 @@ func (m *measure) result() Result {
 	res.RawP99BatchMs = msOf(percentile(m.steps[best], 99))
 	res.RatioToRaw = res.RawRatios[res.RawArm]
 	res.RoundsRatioToRaw = roundRatios(sr, m.rates(best))
+	if m.cpu[best] > 0 {
+		res.CPURatioToRaw = float64(m.cpu[spool]) / float64(m.cpu[best])
+	}
 	if len(res.RawStrategies) == 1 {
 		res.RawStrategies, res.RawRatios = nil, nil
 	}

@@ -104,8 +104,9 @@ type Trial struct {
 	arms    []*arm
 	payload []byte
 	closed  bool
-	turns   *turns // the arms' order from step to step (stepOrder)
-	order   []int  // the arms' order in the current step
+	turns   *turns          // the arms' order from step to step (stepOrder)
+	order   []int           // the arms' order in the current step
+	cpu     []time.Duration // [arm] CPU time of the process during its steps
 }
 
 // turns is where a sequence of steps stands: how many have run, and the
@@ -324,6 +325,9 @@ func (t *Trial) Step(n int, out []time.Duration) ([]time.Duration, error) {
 		out = make([]time.Duration, len(t.arms))
 	}
 	out = out[:len(t.arms)]
+	if len(t.cpu) < len(t.arms) {
+		t.cpu = make([]time.Duration, len(t.arms))
+	}
 	t.turns.steps++
 	t.order = slices.Grow(t.order[:0], len(t.arms))[:len(t.arms)]
 	t.turns.stepOrder(t.order)
@@ -335,9 +339,10 @@ func (t *Trial) Step(n int, out []time.Duration) ([]time.Duration, error) {
 		if a.prep != nil {
 			a.prep(n)
 		}
-		start := time.Now()
+		start, cpu := time.Now(), cpuNow()
 		err := a.step(n)
 		d := time.Since(start)
+		t.cpu[i] += cpuNow() - cpu
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", a.name, err)
 		}
@@ -345,6 +350,12 @@ func (t *Trial) Step(n int, out []time.Duration) ([]time.Duration, error) {
 	}
 	return out, nil
 }
+
+// CPU returns, in the order of Arms, the CPU time (user and system, every
+// thread of the process) spent during each arm's steps so far; zeros where
+// it is not measured. An arm that reads on several threads can take less
+// time than another and more CPU.
+func (t *Trial) CPU() []time.Duration { return t.cpu }
 
 // stepOrder sets order to the order in which the arms run in the next
 // step. An arm can leave the machine slower for the one after it (threads
