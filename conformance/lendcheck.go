@@ -3,6 +3,7 @@ package conformance
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/mqb-project/mqb/core"
@@ -15,6 +16,7 @@ import (
 func lendChecks() []check {
 	return []check{
 		{"StreamedIntoLentBuffers", checkLentBuffers},
+		{"StreamedLargeBatchIntoLentBuffers", checkLentLargeBatch},
 	}
 }
 
@@ -127,6 +129,65 @@ func checkLentUse(t TB, l *lender, ds []*core.Delivery, sized bool) {
 		}
 		if fits := cap(l.lent[i]) >= len(d.Payload); fits && len(d.Payload) > 0 && !l.uses(i, d.Payload) {
 			t.Errorf("lent buffers, message %d: a buffer of %d bytes fits %d but was not used", i, cap(l.lent[i]), len(d.Payload))
+		}
+	}
+}
+
+// checkLentLargeBatch drains batches of large payloads, which an FS may
+// read on several threads (core.WholeFileReader), through a lender that
+// is not safe for concurrent use (the race detector watches it): every
+// payload arrives whole and in order, get is asked once for each payload's
+// size, in whatever order, and each payload sits in a buffer it lent.
+func checkLentLargeBatch(t TB, e *env) {
+	fsys := e.newFS()
+	o := spoolOptions(t, "")
+	o.ExitWhenEmpty = true
+	var msgs []core.Message
+	for i := range 48 {
+		id := fmt.Sprint("big", i)
+		msgs = append(msgs, core.Message{ID: id, Payload: MakePayload(id, 40<<10+i)})
+	}
+	p, err := core.OpenProducer(fsys, o)
+	noErr(t, "OpenProducer", err)
+	if _, err := p.Write(e.ctx, msgs); err != nil {
+		t.Fatalf("Write: %v", err)
+	}
+	noErr(t, "Producer.Close", p.Close())
+	c, err := core.OpenConsumer(fsys, o)
+	noErr(t, "OpenConsumer", err)
+	defer c.Close()
+	l := &lender{caps: []int{64 << 10}}
+	c.LendPayloadBuffers(l.get)
+	ds := drain(t, e, c, 64)
+	if len(ds) != len(msgs) {
+		t.Fatalf("large lent batch: %d deliveries of %d", len(ds), len(msgs))
+	}
+	for i, d := range ds {
+		if d.MessageID != msgs[i].ID || !bytes.Equal(d.Payload, msgs[i].Payload) {
+			t.Errorf("large lent batch, delivery %d: message %q with %d bytes, want %q with the %d written", i, d.MessageID, len(d.Payload), msgs[i].ID, len(msgs[i].Payload))
+		}
+	}
+	if !reportsSize(t, fsys) {
+		return
+	}
+	checkLentAnyOrder(t, l, ds)
+}
+
+// checkLentAnyOrder checks that get was asked each payload's size once,
+// in any order, and that each payload is in memory get lent.
+func checkLentAnyOrder(t TB, l *lender, ds []*core.Delivery) {
+	var sizes []int
+	for _, d := range ds {
+		sizes = append(sizes, len(d.Payload))
+	}
+	asked := slices.Sorted(slices.Values(l.asked))
+	slices.Sort(sizes)
+	if !slices.Equal(asked, sizes) {
+		t.Errorf("large lent batch: get asked for %v, the payloads are %v", asked, sizes)
+	}
+	for _, d := range ds {
+		if !slices.ContainsFunc(l.lent, func(b []byte) bool { return &d.Payload[0] == &b[:1][0] }) {
+			t.Errorf("large lent batch: the payload of %s is not in a lent buffer", d.Name)
 		}
 	}
 }

@@ -17,8 +17,8 @@ import (
 // that get returns for the payload's size: Delivery.Payload is then
 // get(size)[:size]. get is called with the consumer's lock held, once per
 // payload read, never twice at once (an FS may read a batch's payloads on
-// several threads; the consumer makes their calls take turns), and must
-// not call the consumer.
+// several threads; the consumer makes their calls take turns), not
+// necessarily in the payloads' order, and must not call the consumer.
 //
 // The buffer belongs to the consumer, and then to the Delivery, until that
 // delivery is acknowledged: after Ack (or after Close, for every delivery
