@@ -46,7 +46,10 @@ machine. It works in a fresh subdirectory of --dir and removes it.
 Columns: msgs/s and MB/s (payload) are medians over --rounds; p50/p99 are
 per-batch latencies (one Producer.Write, or one Read plus Ack); "x raw" is
 spool msgs/s over raw msgs/s, the median of the rounds' own ratios, whose
-lowest and highest the "range" column gives. Under the table, the cells
+lowest and highest the "range" column gives; "cpu x raw" is the CPU time of
+every thread during the spool's steps over the raw arm's (a batch of large
+payloads is read on several threads, which can beat the raw loop's time and
+cost more CPU). Under the table, the cells
 under 0.90 are split into those under it in every round and those with a
 round at or above it (within the run's noise). For fsync=batch the raw
 baseline is the fastest of three strategies: an fsync per file, all fsyncs
