@@ -97,7 +97,6 @@ func testMessages(prefix string, from, n int) []core.Message {
 	return msgs
 }
 
-// writeFile creates name with data through fsys.
 // writeAll writes msgs to the spool on fsys in one Write and closes the
 // producer.
 func writeAll(t TB, e *env, fsys core.FS, o core.Options, msgs []core.Message) {
@@ -109,6 +108,7 @@ func writeAll(t TB, e *env, fsys core.FS, o core.Options, msgs []core.Message) {
 	noErr(t, "Producer.Close", p.Close())
 }
 
+// writeFile creates name with data through fsys.
 func writeFile(t TB, fsys core.FS, name string, data []byte) {
 	t.Helper()
 	f, err := fsys.CreateExcl(name)

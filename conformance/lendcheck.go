@@ -147,12 +147,7 @@ func checkLentLargeBatch(t TB, e *env) {
 		id := fmt.Sprint("big", i)
 		msgs = append(msgs, core.Message{ID: id, Payload: MakePayload(id, 40<<10+i)})
 	}
-	p, err := core.OpenProducer(fsys, o)
-	noErr(t, "OpenProducer", err)
-	if _, err := p.Write(e.ctx, msgs); err != nil {
-		t.Fatalf("Write: %v", err)
-	}
-	noErr(t, "Producer.Close", p.Close())
+	writeAll(t, e, fsys, o, msgs)
 	c, err := core.OpenConsumer(fsys, o)
 	noErr(t, "OpenConsumer", err)
 	defer c.Close()
