@@ -16,11 +16,11 @@ import (
 // payload until the batch is acknowledged, so each copy lands in memory
 // that left the caches a batch ago. One thread then waits on memory most
 // of the time; two or more keep more copies in flight. ReadWholeFiles
-// fans the rest of a batch out once its first file shows the files are
+// fans the rest of a batch out once a file it read shows the files are
 // large.
 
-// fanOutAbove is the least size of the first file read by ReadWholeFiles
-// for the rest of its reads to be shared among threads: below it the
+// fanOutAbove is the least size of a file read by ReadWholeFiles for the
+// rest of its reads to be shared among threads: below it the
 // system calls cost more than the copy, and waking a thread costs more
 // than it saves.
 const fanOutAbove = 32 << 10

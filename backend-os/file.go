@@ -142,9 +142,9 @@ func (f *FS) ReadWholeFile(name string, buf func(size int) []byte) ([]byte, erro
 }
 
 // ReadWholeFiles reads files whole, as ReadWholeFile does, under one hold
-// of the root (core.WholeFileReader). When the first file is large, the
-// rest are read on several threads (see readers): Lend may then be called
-// from more than one goroutine at once.
+// of the root (core.WholeFileReader). Once it has read a large file, it
+// reads the rest on several threads (readers, fansOut): Lend may then be
+// called from more than one goroutine at once.
 func (f *FS) ReadWholeFiles(reads []core.WholeRead) int {
 	f.rootMu.RLock()
 	defer f.rootMu.RUnlock()
