@@ -30,6 +30,7 @@ type benchFlags struct {
 	compare                     string
 	large                       bool
 	largeSize                   string
+	roundTime                   time.Duration
 }
 
 func (a *app) benchCommand() *cobra.Command {
@@ -42,6 +43,15 @@ the filesystem holding --dir, for each fsync policy and batch size, and runs
 the same file operations with bare system calls in the same rounds (one batch
 of each in turn) so that the ratio to that raw baseline holds on a busy
 machine. It works in a fresh subdirectory of --dir and removes it.
+
+Each case's rounds are sized so that its raw loop takes about --round-time
+(250ms): a pilot round of the case, which is not counted, times it, and the
+"msgs" column gives the count chosen. A round of a few milliseconds measures
+whatever else the machine did in them. Rounds hold at least 256 messages and
+four batches, at most 65,536 messages and 1 GiB of payload. --count N gives
+every case N messages per round instead, for a quick look on a slow disk; the
+pilot round still runs, since the first round of a batch of large payloads in
+a process pays for growing its memory.
 
 Columns: msgs/s and MB/s (payload) are medians over --rounds; p50/p99 are
 per-batch latencies (one Producer.Write, or one Read plus Ack); "x raw" is
@@ -101,7 +111,8 @@ func (fl *benchFlags) register(cmd *cobra.Command) {
 	f.StringSliceVar(&fl.fsyncs, "fsync", []string{string(core.FsyncNone), string(core.FsyncBatch), string(core.FsyncChunk)}, "fsync policies: none, batch, chunk")
 	f.IntSliceVar(&fl.batches, "batch-size", []int{1, 16, 256}, "messages per write and per read")
 	f.StringSliceVar(&fl.sizes, "size", []string{"1KiB"}, "payload sizes, such as 100B, 1KiB, 64KiB, 1MiB")
-	f.IntVar(&fl.count, "count", 1024, "messages per case and round")
+	f.IntVar(&fl.count, "count", 0, "messages per case and round; 0 sizes each case's rounds to take about --round-time in the raw loop (a pilot round measures it)")
+	f.DurationVar(&fl.roundTime, "round-time", benchrun.DefaultRoundTime, "with --count 0: how long a round of each case's raw loop should take")
 	f.IntVar(&fl.rounds, "rounds", 5, "rounds per case; figures are medians")
 	f.StringSliceVar(&fl.ops, "op", []string{benchrun.OpProduce, benchrun.OpConsume}, "operations: produce, consume (drain with ack)")
 	f.StringSliceVar(&fl.sidecars, "sidecar", []string{"on"}, "metadata sidecars: on, off, or both as on,off")
@@ -187,7 +198,7 @@ func readOldReport(path string) (*benchrun.Report, error) {
 // benchrun would refuse with an error naming the flag.
 func (fl *benchFlags) config() (benchrun.Config, error) {
 	cfg := benchrun.Config{Dir: fl.dir, Ops: fl.ops, Fsync: fl.fsyncs, BatchSizes: fl.batches, Layouts: fl.layouts,
-		Backends: fl.backends, Reads: fl.reads, RawHeld: fl.rawHeld, Count: fl.count, Rounds: fl.rounds}
+		Backends: fl.backends, Reads: fl.reads, RawHeld: fl.rawHeld, Count: fl.count, RoundTime: fl.roundTime, Rounds: fl.rounds}
 	for _, s := range fl.sizes {
 		n, err := benchrun.ParseSize(s)
 		if err != nil {
@@ -211,8 +222,11 @@ func (fl *benchFlags) config() (benchrun.Config, error) {
 // checkBenchFlags reports the first flag value benchrun would refuse, as a
 // usage error naming the flag.
 func checkBenchFlags(cfg benchrun.Config) error {
-	if cfg.Count < 1 {
-		return fmt.Errorf("--count %d: must be at least 1", cfg.Count)
+	if cfg.Count < 0 {
+		return fmt.Errorf("--count %d: must be 0 (rounds sized by --round-time) or more", cfg.Count)
+	}
+	if cfg.Count == 0 && cfg.RoundTime <= 0 {
+		return fmt.Errorf("--round-time %s: must be above 0", cfg.RoundTime)
 	}
 	if cfg.Rounds < 1 {
 		return fmt.Errorf("--rounds %d: must be at least 1", cfg.Rounds)

@@ -13,12 +13,15 @@ import (
 
 // Report is the outcome of Run.
 type Report struct {
-	Machine Machine   `json:"machine"`
-	Count   int       `json:"count"`  // messages per arm and round
-	Rounds  int       `json:"rounds"` // rounds per case
-	Started time.Time `json:"started"`
-	Elapsed string    `json:"elapsed"`
-	Results []Result  `json:"results"`
+	Machine Machine `json:"machine"`
+	Count   int     `json:"count"`  // messages per arm and round; 0 when each case has its own
+	Rounds  int     `json:"rounds"` // rounds per case
+	// RoundTime is, when Count is 0, how long a round of each case's raw
+	// arm was sized to take (Config.RoundTime); each Result has its count.
+	RoundTime string    `json:"round_time,omitempty"`
+	Started   time.Time `json:"started"`
+	Elapsed   string    `json:"elapsed"`
+	Results   []Result  `json:"results"`
 	// Compare, when set, holds each cell's change against an earlier run
 	// (mqb bench --compare).
 	Compare *Comparison `json:"compare,omitempty"`
@@ -39,7 +42,7 @@ type Result struct {
 	// caller lends) or "bytes" (a new []byte each). Reports from before
 	// the field have none: their consume cells read "bytes".
 	Read   string `json:"read,omitempty"`
-	Count  int    `json:"count"`
+	Count  int    `json:"count"` // messages per arm and round
 	Rounds int    `json:"rounds"`
 
 	MsgsPerSec float64 `json:"msgs_per_sec"`
@@ -92,8 +95,8 @@ func (r *Report) WriteText(w io.Writer) error {
 	if m.Device != "" {
 		fmt.Fprintf(w, " on %s (%s)", m.Device, m.MountOptions)
 	}
-	fmt.Fprintf(w, "\nkernel %s, %d CPUs, %s/%s; %d messages per case and round, median of %d rounds\n\n",
-		m.Kernel, m.CPUs, m.GoVersion, m.GOARCH, r.Count, r.Rounds)
+	fmt.Fprintf(w, "\nkernel %s, %d CPUs, %s/%s; %s, median of %d rounds\n\n",
+		m.Kernel, m.CPUs, m.GoVersion, m.GOARCH, r.roundSize(), r.Rounds)
 	vary := r.varying()
 	if err := r.writeTable(w, vary); err != nil {
 		return err
@@ -121,7 +124,7 @@ func (r *Report) WriteText(w io.Writer) error {
 func (r *Report) writeTable(w io.Writer, vary map[string]bool) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := []string{"op", "fsync", "batch", "size"}
-	for _, k := range []string{"sidecar", "layout", "backend", "read"} {
+	for _, k := range []string{"sidecar", "layout", "backend", "read", "msgs"} {
 		if vary[k] {
 			head = append(head, k)
 		}
@@ -146,6 +149,9 @@ func (r *Report) writeTable(w io.Writer, vary map[string]bool) error {
 		}
 		if vary["read"] {
 			row = append(row, readOf(x))
+		}
+		if vary["msgs"] {
+			row = append(row, fmt.Sprint(x.Count))
 		}
 		row = append(row, fmtRate(x.MsgsPerSec), fmt.Sprintf("%.1f", x.MBPerSec),
 			fmtMs(x.P50BatchMs), fmtMs(x.P99BatchMs), fmtRate(x.RawMsgsPerSec),
@@ -265,9 +271,10 @@ func (r *Report) writeRawStrategies(w io.Writer) {
 // value in the report, and whether it has consume cells ("read"): how
 // those read is always shown.
 func (r *Report) varying() map[string]bool {
-	seen := map[string]map[string]bool{"sidecar": {}, "layout": {}, "backend": {}}
+	seen := map[string]map[string]bool{"sidecar": {}, "layout": {}, "backend": {}, "msgs": {}}
 	out := map[string]bool{}
 	for _, x := range r.Results {
+		seen["msgs"][fmt.Sprint(x.Count)] = true
 		seen["sidecar"][onOff(x.Sidecar)] = true
 		seen["layout"][x.Layout] = true
 		seen["backend"][x.Backend] = true
@@ -277,6 +284,23 @@ func (r *Report) varying() map[string]bool {
 		out[k] = len(v) > 1
 	}
 	return out
+}
+
+// roundSize says how many messages a round of each case had: the fixed
+// count, or the round time the counts were sized for and their range.
+func (r *Report) roundSize() string {
+	if r.Count > 0 || len(r.Results) == 0 {
+		return fmt.Sprintf("%d messages per case and round", r.Count)
+	}
+	counts := make([]int, len(r.Results))
+	for i, x := range r.Results {
+		counts[i] = x.Count
+	}
+	lo, hi := slices.Min(counts), slices.Max(counts)
+	if lo == hi {
+		return fmt.Sprintf("%d messages per case and round (sized for rounds of %s)", lo, r.RoundTime)
+	}
+	return fmt.Sprintf("%d to %d messages per case and round (msgs: sized for rounds of %s)", lo, hi, r.RoundTime)
 }
 
 // readOf is how cell x read payloads: "-" for produce, "bytes" for a

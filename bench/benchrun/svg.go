@@ -46,8 +46,8 @@ func (r *Report) WriteSVG(w io.Writer) error {
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	m := r.Machine
 	fmt.Fprintf(&b, `<text x="%.0f" y="18" font-size="14" font-weight="bold">mqb bench: messages per second (log scale)</text>`+"\n", left)
-	fmt.Fprintf(&b, `<text x="%.0f" y="34" fill="#555">%s on %s, %d msgs per round, median of %d rounds</text>`+"\n",
-		left, esc(m.Dir), esc(m.FSType), r.Count, r.Rounds)
+	fmt.Fprintf(&b, `<text x="%.0f" y="34" fill="#555">%s on %s, %s, median of %d rounds</text>`+"\n",
+		left, esc(m.Dir), esc(m.FSType), esc(r.roundSize()), r.Rounds)
 	// Legend.
 	lx := left
 	for _, bs := range c.batches {

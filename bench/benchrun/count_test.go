@@ -1,0 +1,80 @@
+package benchrun
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestAutoCount(t *testing.T) {
+	kib := func(n, batch int) Case { return Case{BatchSize: batch, PayloadBytes: n << 10} }
+	for _, tc := range []struct {
+		what   string
+		c      Case
+		perMsg time.Duration
+		want   int
+	}{
+		{"1 KiB drained at 25us: 250ms of them", kib(1, 1), 25 * time.Microsecond, 10000},
+		{"rounded up to whole batches", kib(1, 256), 25 * time.Microsecond, 10240},
+		{"a slow disk: the fewest", kib(1, 1), 2 * time.Millisecond, autoMinCount},
+		{"a slow disk at batch 256: four batches", kib(1, 256), 2 * time.Millisecond, 4 * 256},
+		{"a fast loop: the most", kib(1, 1), 10 * time.Nanosecond, autoMaxCount},
+		{"1 MiB: at most 1 GiB", kib(1024, 1), 50 * time.Microsecond, 1024},
+		{"1 MiB at batch 256: four batches are 1 GiB", kib(1024, 256), time.Second, 1024},
+		{"16 MiB at batch 256: one batch, above 1 GiB", kib(16<<10, 256), time.Second, 256},
+		{"16 MiB at batch 1: 1 GiB", kib(16<<10, 1), time.Second, 64},
+		{"not measured: the most", kib(64, 16), 0, 16384},
+	} {
+		got := autoCount(tc.c, tc.perMsg, DefaultRoundTime)
+		assert.Equal(t, tc.want, got, tc.what)
+		assert.Zero(t, got%tc.c.BatchSize, "%s: whole batches", tc.what)
+	}
+}
+
+func TestPilotCount(t *testing.T) {
+	kib := func(n, batch int) Case { return Case{BatchSize: batch, PayloadBytes: n << 10} }
+	assert.Equal(t, autoMinCount, pilotCount(kib(1, 1), 0), "auto: the fewest")
+	assert.Equal(t, 256, pilotCount(kib(1, 256), 0), "one batch, not the four of a round")
+	assert.Equal(t, 512, pilotCount(kib(1, 512), 0), "one batch, above the fewest")
+	assert.Equal(t, 256, pilotCount(kib(1024, 256), 0), "1 MiB: one batch, under 1 GiB")
+	assert.Equal(t, 64, pilotCount(kib(16<<10, 1), 0), "16 MiB: 1 GiB")
+	assert.Equal(t, 128, pilotCount(kib(1, 256), 128), "never more than a fixed round")
+	assert.Equal(t, autoMinCount, pilotCount(kib(1, 1), 4096), "a fixed round: the fewest")
+}
+
+// TestRunSizesRoundsByTime runs one case with auto counts: the pilot sets
+// a count, every round has it, and the report says what rounds were sized
+// for. A round time of 1ns asks for the fewest messages.
+func TestRunSizesRoundsByTime(t *testing.T) {
+	cfg := Config{Dir: t.TempDir(), Ops: []string{OpProduce, OpConsume}, Fsync: []string{"none"},
+		BatchSizes: []int{16}, Sizes: []int{100}, Rounds: 2}
+	for _, tc := range []struct {
+		roundTime time.Duration
+		check     func(n int)
+	}{
+		{time.Nanosecond, func(n int) { assert.Equal(t, autoMinCount, n) }},
+		{40 * time.Millisecond, func(n int) {
+			assert.GreaterOrEqual(t, n, autoMinCount)
+			assert.LessOrEqual(t, n, autoMaxCount)
+			assert.Zero(t, n%16, "whole batches")
+		}},
+	} {
+		cfg.RoundTime = tc.roundTime
+		rep, err := Run(context.Background(), cfg)
+		require.NoError(t, err)
+		assert.Zero(t, rep.Count, "no one count for the run")
+		assert.Equal(t, tc.roundTime.String(), rep.RoundTime)
+		require.Len(t, rep.Results, 2)
+		for _, r := range rep.Results {
+			tc.check(r.Count)
+			assert.Len(t, r.RoundsMsgsPerSec, 2, r.Name)
+		}
+		var buf bytes.Buffer
+		require.NoError(t, rep.WriteText(&buf))
+		assert.Contains(t, buf.String(), "sized for rounds of "+tc.roundTime.String())
+	}
+}
