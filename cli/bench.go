@@ -156,6 +156,9 @@ func (a *app) runBench(cmd *cobra.Command, fl *benchFlags) error {
 	if err != nil {
 		return usage(err)
 	}
+	if fl.count > 0 && cmd.Flags().Changed("round-time") {
+		return usage(fmt.Errorf("--round-time sizes rounds only with --count 0; --count %d fixes them", fl.count))
+	}
 	old, err := readOldReport(fl.compare)
 	if err != nil {
 		return usage(err)

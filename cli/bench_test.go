@@ -31,3 +31,24 @@ func TestBenchReadModes(t *testing.T) {
 	assert.Equal(t, 2, r.code, r.stderr)
 	assert.Contains(t, r.stderr, `--read "mmap": valid values are lent, bytes`)
 }
+
+// TestBenchRoundSize: without --count each case's rounds are sized by
+// --round-time, and the table says so; a negative count, a round time of
+// zero, and a round time beside a fixed count are usage errors.
+func TestBenchRoundSize(t *testing.T) {
+	base := []string{"bench", "--dir", t.TempDir(), "--op", "produce", "--fsync", "none", "--batch-size", "16", "--rounds", "1"}
+	r := ok(t, "", append(base, "--round-time", "1ns")...)
+	assert.Contains(t, r.stdout, "256 messages per case and round (sized for rounds of 1ns)")
+
+	for _, tc := range []struct{ args, want []string }{
+		{[]string{"--count", "-1"}, []string{"--count -1: must be 0"}},
+		{[]string{"--round-time", "0s"}, []string{"--round-time 0s: must be above 0"}},
+		{[]string{"--count", "64", "--round-time", "1s"}, []string{"--round-time sizes rounds only with --count 0", "--count 64 fixes them"}},
+	} {
+		r := run(t, "", append(base, tc.args...)...)
+		assert.Equal(t, 2, r.code, "%v: %s", tc.args, r.stderr)
+		for _, w := range tc.want {
+			assert.Contains(t, r.stderr, w, tc.args)
+		}
+	}
+}
