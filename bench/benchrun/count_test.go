@@ -78,3 +78,25 @@ func TestRunSizesRoundsByTime(t *testing.T) {
 		assert.Contains(t, buf.String(), "sized for rounds of "+tc.roundTime.String())
 	}
 }
+
+// TestRoundsStartWarm: a round's timed steps are its count's batches, after
+// one more batch through every arm that is not timed, and a consume case
+// cannot warm before its backlog is filled.
+func TestRoundsStartWarm(t *testing.T) {
+	for _, op := range []string{OpProduce, OpConsume} {
+		c := Case{Op: op, Fsync: "none", BatchSize: 16, PayloadBytes: 100, Layout: LayoutFlat, Backend: "os", Read: ReadLent}
+		if op == OpProduce {
+			c.Read = ""
+		}
+		tt, err := runTrial(context.Background(), t.TempDir(), c, 48, &turns{})
+		require.NoError(t, err, op)
+		for i, arm := range tt.arms {
+			assert.Len(t, tt.steps[i], 3, "%s %s: the timed steps are the count's batches", op, arm)
+		}
+	}
+	c := Case{Op: OpConsume, Fsync: "none", BatchSize: 16, PayloadBytes: 100, Layout: LayoutFlat, Backend: "os", Read: ReadLent}
+	tr, err := NewTrial(t.TempDir(), c)
+	require.NoError(t, err)
+	defer tr.Close()
+	assert.ErrorContains(t, tr.Warm(16), "Fill must be called before Warm")
+}
