@@ -3,6 +3,7 @@ package benchrun
 import (
 	"bytes"
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -80,8 +81,9 @@ func TestRunSizesRoundsByTime(t *testing.T) {
 }
 
 // TestRoundsStartWarm: a round's timed steps are its count's batches, after
-// one more batch through every arm that is not timed, and a consume case
-// cannot warm before its backlog is filled.
+// (for a consume case) one more batch through every arm that is not timed;
+// a consume case cannot warm before its backlog is filled, and a produce
+// case is not warmed at all.
 func TestRoundsStartWarm(t *testing.T) {
 	for _, op := range []string{OpProduce, OpConsume} {
 		c := Case{Op: op, Fsync: "none", BatchSize: 16, PayloadBytes: 100, Layout: LayoutFlat, Backend: "os", Read: ReadLent}
@@ -99,4 +101,15 @@ func TestRoundsStartWarm(t *testing.T) {
 	require.NoError(t, err)
 	defer tr.Close()
 	assert.ErrorContains(t, tr.Warm(16), "Fill must be called before Warm")
+
+	c.Op, c.Read = OpProduce, ""
+	pr, err := NewTrial(t.TempDir(), c)
+	require.NoError(t, err)
+	defer pr.Close()
+	require.NoError(t, pr.Warm(16))
+	entries, err := os.ReadDir(pr.Dir() + "/spool")
+	require.NoError(t, err)
+	for _, e := range entries {
+		assert.NotContains(t, e.Name(), ".bin", "a produce case writes nothing to warm up")
+	}
 }

@@ -280,8 +280,8 @@ type trialTimes struct {
 }
 
 // runTrial runs count messages of c through every arm of a fresh trial in
-// dir, a batch at a time, the arms taking turns as t says, after one batch
-// through every arm that is not timed (Trial.Warm).
+// dir, a batch at a time, the arms taking turns as t says; a consume case
+// first drains one batch through every arm that is not timed (Trial.Warm).
 func runTrial(ctx context.Context, dir string, c Case, count int, t *turns) (*trialTimes, error) {
 	tr, err := NewTrial(dir, c)
 	if err != nil {
@@ -289,10 +289,14 @@ func runTrial(ctx context.Context, dir string, c Case, count int, t *turns) (*tr
 	}
 	defer tr.Close()
 	tr.turns = t
-	if err := tr.Fill(count + c.BatchSize); err != nil {
+	warm := 0
+	if c.Op == OpConsume {
+		warm = c.BatchSize
+	}
+	if err := tr.Fill(count + warm); err != nil {
 		return nil, err
 	}
-	if err := tr.Warm(c.BatchSize); err != nil {
+	if err := tr.Warm(warm); err != nil {
 		return nil, err
 	}
 	arms := tr.Arms()
