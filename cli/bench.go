@@ -51,8 +51,8 @@ whatever else the machine did in them. Rounds hold at least 256 messages and
 four batches, at most 65,536 messages and 1 GiB of payload. --count N gives
 every case N messages per round instead, for a quick look on a slow disk; the
 pilot round still runs, since the first round of a batch of large payloads in
-a process pays for growing its memory. Every round also starts with one batch
-through each arm that is not timed (a drain; a produce case is not warmed).
+a process pays for growing its memory. Every round of a drain also starts
+with one untimed batch through each arm; produce rounds do not.
 
 Columns: msgs/s and MB/s (payload) are medians over --rounds; p50/p99 are
 per-batch latencies (one Producer.Write, or one Read plus Ack); "x raw" is
