@@ -657,10 +657,17 @@ func TestMetrics(t *testing.T) {
 	code, body = get("/ready")
 	assert.Equal(t, 200, code, body)
 
-	// A foreign file in the spool shows in the gauge.
+	// A foreign file in the spool shows in the gauge, from the first scan
+	// that starts after it was written: the scrape that comes first may
+	// report a scan already under way.
 	writeFile(t, filepath.Join(spool, "notes.txt"), "x")
-	_, body = get("/metrics")
-	assert.Contains(t, body, `mqb_spool_unexpected_files{connector="dir_spool",route="copy",spool="`+spool+`"} 1`)
+	foreign := `mqb_spool_unexpected_files{connector="dir_spool",route="copy",spool="` + spool + `"} 1`
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, body = get("/metrics"); strings.Contains(body, foreign) {
+			break
+		}
+	}
+	assert.Contains(t, body, foreign)
 	cp.signal(t, syscall.SIGTERM)
 	assert.Equal(t, 143, cp.wait(t))
 }
