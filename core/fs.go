@@ -191,8 +191,14 @@ type WholeRead struct {
 	// costs no fstat: on the small files of a drain, one system call in
 	// four. A file that fills the probe, reads as empty or fails is sized
 	// and checked the usual way. An FS may ignore Probe.
-	Probe    []byte
-	Optional bool // a missing file does not stop the reads
+	Probe []byte
+	// LendFirst, when positive and Into is empty, asks Lend(LendFirst) for
+	// Into as soon as the file is open, before its size is known: a file
+	// that ends inside it is read in place, with no fstat, and one that
+	// fills it is sized and read into Lend(size). A consumer sets it to one
+	// byte more than the last payload. An FS may ignore it.
+	LendFirst int
+	Optional  bool // a missing file does not stop the reads
 	// LeaveAbove, when positive, leaves a file larger than it unread: Data
 	// is nil and Left holds its size. A file that ends inside the probe is
 	// read before its size is known, and left all the same when larger.

@@ -8,17 +8,22 @@ import (
 // Lent payload buffers. By default every Delivery.Payload is a fresh
 // buffer, which the Go runtime zeroes and the garbage collector reclaims:
 // for large payloads that is most of the CPU a drain spends. A consumer
-// told LendPayloadBuffers asks the caller for the buffer instead, sized
-// from the open's fstat (no extra system call), and the caller takes it
-// back once the delivery is acknowledged: a drain then reuses a fixed set
-// of buffers, like a loop of raw read(2) calls into one buffer.
+// told LendPayloadBuffers asks the caller for the buffer instead, and the
+// caller takes it back once the delivery is acknowledged: a drain then
+// reuses a fixed set of buffers, like a loop of raw read(2) calls into one
+// buffer. Lending adds no system call: the size comes from the open's
+// fstat, or, when the consumer asks before the file's size is known
+// (WholeRead.LendFirst), from the last payload, and then a payload that
+// ends inside the buffer needs no fstat at all.
 
 // LendPayloadBuffers makes the consumer read each payload into a buffer
-// that get returns for the payload's size: Delivery.Payload is then
-// get(size)[:size]. get is called with the consumer's lock held, once per
-// payload read, never twice at once (an FS may read a batch's payloads on
-// several threads; the consumer makes their calls take turns), not
-// necessarily in the payloads' order, and must not call the consumer.
+// that get returns: Delivery.Payload is then get(n)[:size]. n is the
+// payload's size, or, asked once the file is open but before its size is
+// known, one more than the size of the payload read before it; a payload
+// that then does not fit makes the consumer ask again, for its size. get is called with the
+// consumer's lock held, never twice at once (an FS may read a batch's
+// payloads on several threads; the consumer makes their calls take turns),
+// not necessarily in the payloads' order, and must not call the consumer.
 //
 // The buffer belongs to the consumer, and then to the Delivery, until that
 // delivery is acknowledged: after Ack (or after Close, for every delivery
@@ -26,14 +31,14 @@ import (
 // does not give it back: a nacked delivery is delivered again as the same
 // Delivery with the same Payload, so its buffer returns at its eventual Ack.
 //
-// A buffer whose capacity is below size, or nil, is not used: the payload
-// is read into a new buffer as without lending (get may say "no" that
-// way). A buffer lent for a payload that is then not delivered (its read
-// failed, or its sidecar stopped the consumer) is not given back: the
-// garbage collector takes it, and the payload's next read asks get again.
-// get is not called for a file whose size is unknown at open (a
-// backend whose files do not report it), for payloads left on disk by
-// SetStreamAbove, nor for sidecars. nil turns lending off.
+// A buffer whose capacity is below the size, or nil, is not used: the
+// payload is read into a new buffer as without lending (get may say "no"
+// that way). A buffer that is not used, or lent for a payload that is then
+// not delivered (its read failed, or its sidecar stopped the consumer), is
+// not given back: the garbage collector takes it, and the payload's next
+// read asks get again. Besides the ask before the size is known, get is not
+// called for a file whose size is unknown at open (a backend whose files do not report it), for payloads left on
+// disk by SetStreamAbove, nor for sidecars. nil turns lending off.
 func (c *Consumer) LendPayloadBuffers(get func(size int) []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -60,7 +65,7 @@ func readLent(fsys FS, name string, hint int, get func(int) []byte) ([]byte, err
 }
 
 // BufferPool is a ready-made lender for LendPayloadBuffers: Get returns a
-// buffer of at least the asked size (capacities are powers of two), and Put
+// buffer of at least the asked size, at most a quarter larger, and Put
 // takes back a buffer once its delivery is acknowledged:
 //
 //	pool := core.NewBufferPool(256 << 20)
@@ -74,20 +79,62 @@ func readLent(fsys FS, name string, hint int, get func(int) []byte) ([]byte, err
 // the pool holds the buffers a workload has in flight.
 type BufferPool struct {
 	mu         sync.Mutex
-	free       [31][][]byte // idle buffers by class: capacity 1<<class
+	free       [poolClasses][][]byte // idle buffers by class (classCap)
 	idle, keep int64
+}
+
+// The pool's classes are four steps per power of two: capacities of 1, 1.25,
+// 1.5 and 1.75 times it, from 16 bytes to just under 2 GiB. A consumer asks
+// for one byte more than the last payload (payloadRead), so that a payload
+// of the same size ends inside the buffer: with classes only at powers of
+// two, a payload of exactly 64 KiB would take a buffer of 128 KiB.
+const (
+	poolStepBits = 2 // 1<<poolStepBits classes per power of two
+	poolMinBits  = 4 // the smallest class holds 1<<poolMinBits bytes
+	poolClasses  = (31 - poolMinBits) << poolStepBits
+	poolMaxSize  = 1 << 30 // Get pools sizes below it
+)
+
+// classCap returns the capacity of class c.
+func classCap(c int) int {
+	exp, step := c>>poolStepBits+poolMinBits, c&(1<<poolStepBits-1)
+	return (1<<poolStepBits + step) << (exp - poolStepBits)
+}
+
+// classAbove returns the smallest class whose capacity is at least size.
+func classAbove(size int) int {
+	if size <= 1<<poolMinBits {
+		return 0
+	}
+	c := classBelow(size)
+	if classCap(c) < size {
+		c++
+	}
+	return c
+}
+
+// classBelow returns the largest class whose capacity is at most size, or
+// -1 when size is below the smallest class.
+func classBelow(size int) int {
+	if size < 1<<poolMinBits {
+		return -1
+	}
+	exp := bits.Len(uint(size)) - 1 // 1<<exp <= size < 2<<exp
+	step := (size >> (exp - poolStepBits)) & (1<<poolStepBits - 1)
+	return (exp-poolMinBits)<<poolStepBits + step
 }
 
 // NewBufferPool returns a pool that keeps up to keep bytes of idle buffers.
 func NewBufferPool(keep int64) *BufferPool { return &BufferPool{keep: keep} }
 
-// Get returns a buffer of length size and a capacity of the power of two at
-// or above it; nil for sizes it does not pool (0, or 1 GiB and more).
+// Get returns a buffer of length size and the capacity of the smallest
+// class that holds it; nil for sizes it does not pool (0, or 1 GiB and
+// more).
 func (p *BufferPool) Get(size int) []byte {
-	if size <= 0 || size >= 1<<30 {
+	if size <= 0 || size >= poolMaxSize {
 		return nil
 	}
-	class := bits.Len(uint(size - 1))
+	class := classAbove(size)
 	p.mu.Lock()
 	if n := len(p.free[class]); n > 0 {
 		b := p.free[class][n-1]
@@ -98,22 +145,23 @@ func (p *BufferPool) Get(size int) []byte {
 		return b[:size]
 	}
 	p.mu.Unlock()
-	return make([]byte, size, 1<<class)
+	return make([]byte, size, classCap(class))
 }
 
 // Put gives a buffer back to the pool, once: any slice of a buffer from Get
-// will do, and so will nil (ignored). A buffer whose capacity is not a power of
-// two (not from Get) is filed under the class below its capacity.
+// will do, and so will nil (ignored). A buffer whose capacity is no class's
+// (not from Get) is filed under the class below its capacity.
 func (p *BufferPool) Put(b []byte) {
-	if cap(b) == 0 || cap(b) >= 1<<31 {
+	class := classBelow(cap(b))
+	if class < 0 || classCap(class) >= poolMaxSize {
 		return
 	}
-	class := bits.Len(uint(cap(b))) - 1
+	size := classCap(class)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.idle+1<<class > p.keep {
+	if p.idle+int64(size) > p.keep {
 		return
 	}
-	p.idle += 1 << class
-	p.free[class] = append(p.free[class], b[:0:1<<class])
+	p.idle += int64(size)
+	p.free[class] = append(p.free[class], b[:0:size])
 }

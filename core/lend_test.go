@@ -64,22 +64,49 @@ func TestBufferPool(t *testing.T) {
 		t.Fatalf("Get(1000): len %d cap %d, want 1000 and 1024", len(b), cap(b))
 	}
 	p.Put(b[:10])
-	if c := p.Get(600); cap(c) != 1024 || &c[0] != &b[0] {
-		t.Errorf("Get(600) after a Put of a 1 KiB buffer: cap %d, same memory %v", cap(c), cap(c) == 1024 && &c[0] == &b[0])
+	if c := p.Get(600); cap(c) != 640 {
+		t.Errorf("Get(600): cap %d, want 640 (a class of its own)", cap(c))
 	}
-	if c := p.Get(1025); cap(c) != 2048 {
-		t.Errorf("Get(1025): cap %d, want 2048", cap(c))
+	if c := p.Get(1000); cap(c) != 1024 || &c[0] != &b[0] {
+		t.Errorf("Get(1000) after a Put of a 1 KiB buffer: cap %d, same memory %v", cap(c), cap(c) == 1024 && &c[0] == &b[0])
 	}
-	p.Put(make([]byte, 1500)) // not from Get: filed under 1 KiB
-	if c := p.Get(1024); cap(c) != 1024 {
-		t.Errorf("Get(1024) after a Put of 1500 bytes: cap %d, want 1024", cap(c))
+	for size, want := range map[int]int{1: 16, 16: 16, 17: 20, 1025: 1280, 64<<10 + 1: 80 << 10, 1<<20 + 1: 5 << 18, 1<<30 - 1: 1 << 30} {
+		if c := p.Get(size); len(c) != size || cap(c) != want {
+			t.Errorf("Get(%d): len %d cap %d, want cap %d", size, len(c), cap(c), want)
+		}
+	}
+	p.Put(make([]byte, 1500)) // not from Get: filed under 1280
+	if c := p.Get(1100); cap(c) != 1280 {
+		t.Errorf("Get(1100) after a Put of 1500 bytes: cap %d, want 1280", cap(c))
 	}
 	p.Put(nil)
+	p.Put(make([]byte, 15)) // below the smallest class: dropped
 	for range 3 {
 		p.Put(make([]byte, 512<<10))
 	}
 	if p.idle != 1<<20 {
 		t.Errorf("pool keeps %d idle bytes, want its limit of %d", p.idle, 1<<20)
+	}
+}
+
+// TestPoolClasses checks every class: Get's capacity is the smallest class
+// at or above the size, at most a quarter more, and Put files a capacity
+// under the largest class at or below it.
+func TestPoolClasses(t *testing.T) {
+	for c := range poolClasses {
+		size := classCap(c)
+		if c > 0 && size <= classCap(c-1) {
+			t.Fatalf("class %d holds %d bytes, not more than class %d's %d", c, size, c-1, classCap(c-1))
+		}
+		if classBelow(size) != c || classAbove(size) != c || classBelow(size+1) != c {
+			t.Errorf("class %d (%d bytes): classBelow %d, classAbove %d, classBelow(+1) %d", c, size, classBelow(size), classAbove(size), classBelow(size+1))
+		}
+		if c > 0 && (classAbove(size-1) != c || classBelow(size-1) != c-1) {
+			t.Errorf("%d bytes: classAbove %d, classBelow %d, want %d and %d", size-1, classAbove(size-1), classBelow(size-1), c, c-1)
+		}
+		if c > 0 && 4*size > 5*(classCap(c-1)+1) {
+			t.Errorf("class %d (%d bytes) is more than a quarter above %d", c, size, classCap(c-1)+1)
+		}
 	}
 }
 

@@ -5,6 +5,13 @@ package core
 // known, they cost open, read and close, where sizing them first costs an
 // fstat more. The consumer guesses from the last payload and sidecar it
 // read whether a file is small.
+//
+// A consumer that lends buffers (LendPayloadBuffers) reads a large payload
+// the same way (WholeRead.LendFirst): the buffer is lent once the file is
+// open, for one byte more than the last payload, so that a payload no
+// larger ends inside it, costing no fstat. A payload that fills it is
+// sized by the fstat and read into a buffer lent for its size; the first
+// one goes to the garbage collector.
 
 // probeMax is the largest last payload size for which the next payload is
 // read through the probe: up to it, copying the bytes out of the probe
@@ -16,16 +23,20 @@ const probeMax = 8 << 10
 // that grew a little since the last still ends inside it.
 const minSideRoom = 512
 
-// payloadRead returns how to read the payload name: into a lent buffer
-// when the consumer lends, through the probe when the last payload was
-// small (or none was read yet).
+// payloadRead returns how to read the payload name: through the probe when
+// the last payload was small (or none was read yet), else, when the
+// consumer lends, into a buffer lent once the file is open, for one byte
+// more than the last payload, which serves as its own probe.
 func (c *Consumer) payloadRead(name string) WholeRead {
 	w := WholeRead{Name: name, Lend: c.lend, LeaveAbove: c.streamAbove}
-	if c.payHint <= probeMax {
+	switch {
+	case c.payHint <= probeMax:
 		if c.probe == nil {
 			c.probe = make([]byte, 2*probeMax)
 		}
 		w.Probe = c.probe
+	case c.lend != nil && (c.streamAbove == 0 || int64(c.payHint) <= c.streamAbove):
+		w.LendFirst = c.payHint + 1
 	}
 	return w
 }
