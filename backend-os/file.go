@@ -207,10 +207,11 @@ func (f *FS) readWholeAt(rootfd int, name string, r *core.WholeRead) (out []byte
 const oReadOnly = unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC | oLargefile
 
 // readWhole reads the file open on fd whole. One that ends inside r's probe
-// (probeRead; Into lent first when r.LendFirst asks) needs no fstat; any other is checked to be a regular file and
-// read up to the size fstat gives, into r.Buffer(size), or new memory when
-// that has no room. A file larger than r.LeaveAbove (when set) is not read
-// on, and r.Left says its size.
+// (probeRead; Into is lent first when r.LendFirst asks) needs no fstat;
+// any other is checked to be a regular file and read up to the size fstat
+// gives, into r.Buffer(size), or new memory when that has no room. A file
+// larger than r.LeaveAbove (when set) is not read on, and r.Left says its
+// size.
 func readWhole(fd int, r *core.WholeRead) ([]byte, error) {
 	r.Left = 0
 	if r.LendFirst > 0 && cap(r.Into) == 0 && r.Lend != nil {
