@@ -20,10 +20,11 @@ import (
 // that get returns: Delivery.Payload is then get(n)[:size]. n is the
 // payload's size, or, asked once the file is open but before its size is
 // known, one more than the size of the payload read before it; a payload
-// that then does not fit makes the consumer ask again, for its size. get is called with the
-// consumer's lock held, never twice at once (an FS may read a batch's
-// payloads on several threads; the consumer makes their calls take turns),
-// not necessarily in the payloads' order, and must not call the consumer.
+// that then does not fit makes the consumer ask again, for its size. get
+// is called with the consumer's lock held, never twice at once (an FS may
+// read a batch's payloads on several threads; the consumer makes their
+// calls take turns), not necessarily in the payloads' order, and must not
+// call the consumer.
 //
 // The buffer belongs to the consumer, and then to the Delivery, until that
 // delivery is acknowledged: after Ack (or after Close, for every delivery
@@ -37,8 +38,9 @@ import (
 // not delivered (its read failed, or its sidecar stopped the consumer), is
 // not given back: the garbage collector takes it, and the payload's next
 // read asks get again. Besides the ask before the size is known, get is not
-// called for a file whose size is unknown at open (a backend whose files do not report it), for payloads left on
-// disk by SetStreamAbove, nor for sidecars. nil turns lending off.
+// called for a file whose size is unknown at open (a backend whose files
+// do not report it), for payloads left on disk by SetStreamAbove, nor for
+// sidecars. nil turns lending off.
 func (c *Consumer) LendPayloadBuffers(get func(size int) []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -84,7 +86,9 @@ type BufferPool struct {
 }
 
 // The pool's classes are four steps per power of two: capacities of 1, 1.25,
-// 1.5 and 1.75 times it, from 16 bytes to just under 2 GiB. A consumer asks
+// 1.5 and 1.75 times it, from 16 bytes. Get pools sizes below 1 GiB, so
+// the largest class it hands out, and Put takes back, holds 1 GiB (the
+// array has room up to 1.75 GiB, so no index needs a check). A consumer asks
 // for one byte more than the last payload (payloadRead), so that a payload
 // of the same size ends inside the buffer: with classes only at powers of
 // two, a payload of exactly 64 KiB would take a buffer of 128 KiB.
@@ -152,8 +156,8 @@ func (p *BufferPool) Get(size int) []byte {
 // will do, and so will nil (ignored). A buffer whose capacity is no class's
 // (not from Get) is filed under the class below its capacity.
 func (p *BufferPool) Put(b []byte) {
-	class := classBelow(cap(b))
-	if class < 0 || classCap(class) >= poolMaxSize {
+	class := putClass(cap(b))
+	if class < 0 {
 		return
 	}
 	size := classCap(class)
@@ -164,4 +168,15 @@ func (p *BufferPool) Put(b []byte) {
 	}
 	p.idle += int64(size)
 	p.free[class] = append(p.free[class], b[:0:size])
+}
+
+// putClass returns the class Put files a buffer of the given capacity
+// under: the largest at or below it, up to the 1 GiB class that Get hands
+// out for its largest sizes; -1 when the pool does not keep it.
+func putClass(capacity int) int {
+	c := classBelow(capacity)
+	if c < 0 || classCap(c) > poolMaxSize {
+		return -1
+	}
+	return c
 }

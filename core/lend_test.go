@@ -93,6 +93,14 @@ func TestBufferPool(t *testing.T) {
 // at or above the size, at most a quarter more, and Put files a capacity
 // under the largest class at or below it.
 func TestPoolClasses(t *testing.T) {
+	if c := classAbove(poolMaxSize - 1); c >= poolClasses || classCap(c) != poolMaxSize {
+		t.Errorf("the largest size Get pools gets class %d, %d bytes; want the 1 GiB class", c, classCap(c))
+	}
+	for capacity, want := range map[int]int{poolMaxSize: classAbove(poolMaxSize - 1), poolMaxSize + 1: classAbove(poolMaxSize - 1), 2 * poolMaxSize: -1, 15: -1, 0: -1} {
+		if got := putClass(capacity); got != want {
+			t.Errorf("putClass(%d) = %d, want %d", capacity, got, want)
+		}
+	}
 	for c := range poolClasses {
 		size := classCap(c)
 		if c > 0 && size <= classCap(c-1) {
