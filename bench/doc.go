@@ -4,7 +4,9 @@
 //
 // Every produce and consume benchmark runs a raw-syscall baseline in the
 // same process, interleaved with the spool one batch at a time (A B, B A;
-// three or more arms in a random order each step), and reports both:
+// three or more arms in the orders of a Williams design, so that each runs
+// in each place of a step and after each other arm as often), and reports
+// both:
 //
 //	ns/op        spool nanoseconds per message
 //	msgs/s       spool messages per second

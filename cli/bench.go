@@ -52,7 +52,10 @@ four batches, at most 65,536 messages and 1 GiB of payload. --count N gives
 every case N messages per round instead, for a quick look on a slow disk; the
 pilot round still runs, since the first round of a batch of large payloads in
 a process pays for growing its memory. Every round of a drain also starts
-with one untimed batch through each arm; produce rounds do not.
+with one untimed batch through each arm; produce rounds do not. With three
+or more arms (fsync=batch produce cells, --raw-held drains) each runs in each
+place of a step as often, over a block of steps that a sized round holds
+whole when it can.
 
 Columns: msgs/s and MB/s (payload) are medians over --rounds; p50/p99 are
 per-batch latencies (one Producer.Write, or one Read plus Ack); "x raw" is

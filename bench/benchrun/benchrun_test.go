@@ -198,40 +198,57 @@ func TestReportSummary(t *testing.T) {
 	assert.Empty(t, buf.String(), "one cell needs no summary")
 }
 
-// TestStepOrderBalancesPredecessors runs many steps of trials of 2 to 5
-// arms: every step must run each arm once, and over the whole sequence,
-// step boundaries included, each arm must follow each other arm about as
-// often, since an arm can slow the one after it.
-func TestStepOrderBalancesPredecessors(t *testing.T) {
-	for n := 2; n <= 5; n++ {
-		tu := &turns{}
-		order := make([]int, n)
-		follows := map[[2]int]int{}
-		prev := -1
-		const steps = 6000
-		for range steps {
-			tu.steps++
-			tu.stepOrder(order)
-			seen := make([]bool, n)
-			for _, i := range order {
-				require.False(t, seen[i], "n=%d: arm %d twice in one step %v", n, i, order)
-				seen[i] = true
-				if prev >= 0 && prev != i {
-					follows[[2]int{prev, i}]++
+// TestStepOrderBalancesPlacesAndPredecessors runs steps of trials of 1 to
+// 6 arms, starting anywhere in the sequence: every step must run each arm
+// once, and every blockSteps(n) steps in a row must put each arm in each
+// place as often, and right after each other arm as often within the
+// steps, since both an arm's place and the arm before it change what it
+// measures.
+func TestStepOrderBalancesPlacesAndPredecessors(t *testing.T) {
+	for n := 1; n <= 6; n++ {
+		block := blockSteps(n)
+		for start := range block {
+			tu := &turns{steps: start}
+			order := make([]int, n)
+			places := map[[2]int]int{}  // [place, arm]
+			follows := map[[2]int]int{} // [arm before, arm]
+			for range block {
+				tu.steps++
+				tu.stepOrder(order)
+				seen := make([]bool, n)
+				for j, i := range order {
+					require.False(t, seen[i], "n=%d: arm %d twice in one step %v", n, i, order)
+					seen[i] = true
+					places[[2]int{j, i}]++
+					if j > 0 {
+						follows[[2]int{order[j-1], i}]++
+					}
 				}
-				prev = i
+			}
+			require.Len(t, places, n*n, "n=%d: every arm in every place", n)
+			for pa, c := range places {
+				assert.Equal(t, block/n, c, "n=%d from step %d: arm %d in place %d", n, start, pa[1], pa[0])
+			}
+			require.Len(t, follows, n*(n-1), "n=%d: every arm right after every other", n)
+			for pair, c := range follows {
+				assert.Equal(t, block/n, c, "n=%d from step %d: arm %d after arm %d", n, start, pair[1], pair[0])
 			}
 		}
-		require.Len(t, follows, n*(n-1), "n=%d: every arm follows every other", n)
-		total := 0
-		for _, c := range follows {
-			total += c
-		}
-		mean := float64(total) / float64(n*(n-1))
-		for pair, c := range follows {
-			assert.InDelta(t, mean, float64(c), mean*0.1, "n=%d: arm %d follows arm %d %d times, mean %.0f", n, pair[1], pair[0], c, mean)
-		}
 	}
+}
+
+// TestTwoArmsTakeTurns: with two arms the steps alternate, B A first, as
+// they did before the Williams design, so that older reports compare.
+func TestTwoArmsTakeTurns(t *testing.T) {
+	tu := &turns{}
+	var got [][]int
+	for range 4 {
+		tu.steps++
+		order := make([]int, 2)
+		tu.stepOrder(order)
+		got = append(got, order)
+	}
+	assert.Equal(t, [][]int{{1, 0}, {0, 1}, {1, 0}, {0, 1}}, got)
 }
 
 // TestRoundsRunOnTheTurns measures rounds of one step each, the disk
@@ -246,7 +263,7 @@ func TestRoundsRunOnTheTurns(t *testing.T) {
 	for range 4 {
 		require.NoError(t, m.round(context.Background(), t.TempDir(), 4))
 		order := make([]int, len(m.arms))
-		(&turns{steps: m.turns.steps}).stepOrder(order) // two arms: no shuffle
+		(&turns{steps: m.turns.steps}).stepOrder(order)
 		firsts[order[0]]++
 	}
 	assert.Equal(t, 4, m.turns.steps, "one step per round, counted across the rounds")

@@ -39,14 +39,30 @@ func autoBounds(c Case) (lo, hi int) {
 
 // autoCount returns the messages of a round of c in which the raw arm takes
 // about roundTime, given what one message took it in the pilot: whole
-// batches, within autoBounds.
-func autoCount(c Case, rawPerMsg, roundTime time.Duration) int {
+// batches, within autoBounds, and when the bounds allow, whole blocks of
+// the arms' turns (blockSteps), so that in every round each of the arms
+// runs in each place of a step as often (stepOrder).
+func autoCount(c Case, arms int, rawPerMsg, roundTime time.Duration) int {
 	lo, hi := autoBounds(c)
-	if rawPerMsg <= 0 {
-		return hi
+	n := hi
+	if rawPerMsg > 0 {
+		n = int(min(int64(roundTime/rawPerMsg), int64(hi)))
+		n = min(hi, max(lo, roundUp(n, c.BatchSize)))
 	}
-	n := int(min(int64(roundTime/rawPerMsg), int64(hi)))
-	return min(hi, max(lo, roundUp(n, c.BatchSize)))
+	return wholeBlocks(n/c.BatchSize, blockSteps(arms), hi/c.BatchSize) * c.BatchSize
+}
+
+// wholeBlocks returns steps rounded up to whole blocks of block steps when
+// that stays within most, else down to whole blocks when one fits, else
+// steps as they are.
+func wholeBlocks(steps, block, most int) int {
+	if up := roundUp(steps, block); up <= most {
+		return up
+	}
+	if down := most / block * block; down >= block {
+		return down
+	}
+	return steps
 }
 
 // pilotCount is the messages of the pilot round Run makes of every case

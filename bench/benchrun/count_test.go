@@ -30,9 +30,34 @@ func TestAutoCount(t *testing.T) {
 		{"16 MiB at batch 1: 1 GiB", kib(16<<10, 1), time.Second, 64},
 		{"not measured: the most", kib(64, 16), 0, 16384},
 	} {
-		got := autoCount(tc.c, tc.perMsg, DefaultRoundTime)
+		got := autoCount(tc.c, 2, tc.perMsg, DefaultRoundTime)
 		assert.Equal(t, tc.want, got, tc.what)
 		assert.Zero(t, got%tc.c.BatchSize, "%s: whole batches", tc.what)
+	}
+}
+
+// TestAutoCountWholeBlocks: with more than two arms a round holds whole
+// blocks of the arms' turns where the bounds allow, so that each arm runs
+// in each place of a step as often in every round.
+func TestAutoCountWholeBlocks(t *testing.T) {
+	kib := func(n, batch int) Case { return Case{BatchSize: batch, PayloadBytes: n << 10} }
+	for _, tc := range []struct {
+		what   string
+		c      Case
+		arms   int
+		perMsg time.Duration
+		want   int
+	}{
+		{"two arms: an odd count of steps made even", kib(1, 1), 2, 25*time.Microsecond + 1, 10000},
+		{"four arms: 4 batches of 256 are one block", kib(1, 256), 4, 2 * time.Millisecond, 4 * 256},
+		{"four arms: 41 batches become 44", kib(1, 256), 4, 24 * time.Microsecond, 44 * 256},
+		{"three arms: blocks of 6 steps", kib(1, 256), 3, 2 * time.Millisecond, 6 * 256},
+		{"five arms: blocks of 10", kib(1, 1), 5, 2 * time.Millisecond, 260},
+		{"three arms at 1 MiB, batch 256: 4 batches are 1 GiB, no block fits", kib(1024, 256), 3, time.Second, 1024},
+		{"three arms at the most: down to whole blocks", kib(1, 1), 3, 10 * time.Nanosecond, autoMaxCount / 6 * 6},
+	} {
+		got := autoCount(tc.c, tc.arms, tc.perMsg, DefaultRoundTime)
+		assert.Equal(t, tc.want, got, tc.what)
 	}
 }
 

@@ -231,7 +231,7 @@ func (m *measure) setCount(ctx context.Context, cfg Config) error {
 	}
 	m.count = cfg.Count
 	if m.count == 0 {
-		m.count = autoCount(m.c, fastestRaw(tt, n), cfg.RoundTime)
+		m.count = autoCount(m.c, len(tt.arms), fastestRaw(tt, n), cfg.RoundTime)
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package benchrun
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -109,15 +108,14 @@ type Trial struct {
 	cpu     []time.Duration // [arm] CPU time of the process during its steps
 }
 
-// turns is where a sequence of steps stands: how many have run, and the
-// random source of the orders of more than two arms. The rounds of one case
+// turns is where a sequence of steps stands: how many have run, which sets
+// the arms' order in the next (stepOrder). The rounds of one case
 // share one (measure.round), so that the sequence runs on from round to
 // round: with a fresh one per trial every round began with the same order,
 // and a round of one step (a disk run's --count 128 at batch 256) ran its
 // arms in that order every time.
 type turns struct {
-	steps   int
-	shuffle *rand.Rand
+	steps int
 }
 
 type arm struct {
@@ -356,18 +354,20 @@ func (t *Trial) Step(n int, out []time.Duration) ([]time.Duration, error) {
 // untimed and outside the arms' turns and CPU times, in the order the next
 // timed step will run them; Fill must have put n messages beyond the timed
 // ones in each backlog. Memory an arm has not touched for minutes can cost
-// it again (on this virtual machine, a lent drain of 1 MiB payloads at
-// batch 256 that came minutes after the last one ran at 0.80 to 0.89 of
-// the raw loop, for 1.68 times its CPU, against 1.03 alone). A produce
-// case is not warmed: an untimed batch of 1 MiB payloads written without
-// fsync left dirty pages that the disk's writeback made the next arm pay
-// for, and the produce cells of one disk run fell from about 1.0 to 0.51.
+// it again. bench/coldmem measures it: on this virtual machine 2 to 3 µs
+// a page after one to five minutes, against 0.02 µs for a page in use; a
+// lent drain of 1 MiB payloads at batch 256 that came minutes after the
+// last one ran at 0.80 to 0.89 of the raw loop, for 1.68 times its CPU,
+// against 1.03 alone. A produce case is not warmed: an untimed batch of
+// 1 MiB payloads written without fsync left dirty pages that the disk's
+// writeback made the next arm pay for, and the produce cells of one disk
+// run fell from about 1.0 to 0.51.
 func (t *Trial) Warm(n int) error {
 	if t.c.Op != OpConsume {
 		return nil
 	}
 	order := make([]int, len(t.arms))
-	(&turns{steps: t.turns.steps + 1}).stepOrder(order) // two arms: exactly the next order
+	(&turns{steps: t.turns.steps + 1}).stepOrder(order) // exactly the next order
 	for _, i := range order {
 		a := t.arms[i]
 		if a.step == nil {
@@ -389,25 +389,50 @@ func (t *Trial) Warm(n int) error {
 // time than another and more CPU.
 func (t *Trial) CPU() []time.Duration { return t.cpu }
 
-// stepOrder sets order to the order in which the arms run in the next
-// step. An arm can leave the machine slower for the one after it (threads
-// still spinning, dirty pages to flush, its data filling the CPU cache), so
-// no arm may run right after the same other one more often than after the
-// rest. Two arms take turns: A B, B A, A B... With more, a rotation would
-// put arm i+1 after arm i in most steps (it did: the raw arm after the
-// spool ran a quarter slower than its twin at 1 MiB), so each step runs
-// them in an order drawn at random, from a fixed seed so that a run can be
-// repeated.
+// stepOrder sets order to the order in which the arms run in step
+// t.steps. Two things about an arm's turn change what it measures. The arm
+// just before it can leave the machine slower (threads still spinning,
+// dirty pages to flush, its data filling the CPU cache: the raw arm after
+// the spool ran a quarter slower than its twin at 1 MiB). And so can its
+// place in the step: on the disk, producing 1 MiB payloads in batches of
+// 256 with fsync=batch, the spool made 830 messages a second in the round
+// in which it ran first in both steps and 495 in one in which it ran last
+// in both. So the steps follow a Williams design: in every blockSteps(n)
+// steps in a row, each arm runs once in each place (twice when n is odd),
+// and right after each other arm as often, within the steps. Two arms take
+// turns: B A, A B, B A... The one pair not balanced is across the steps'
+// boundaries, the last arm of a step and the first of the next.
 func (t *turns) stepOrder(order []int) {
 	n := len(order)
-	for k := range order {
-		order[k] = (k + t.steps) % n
-	}
-	if n > 2 {
-		if t.shuffle == nil {
-			t.shuffle = rand.New(rand.NewPCG(1, 2))
+	row := t.steps % blockSteps(n)
+	for j := range order {
+		if row < n {
+			order[j] = (williamsBase(n, j) + row) % n
+		} else { // odd n: the rows again, reversed
+			order[j] = (williamsBase(n, n-1-j) + row - n) % n
 		}
-		t.shuffle.Shuffle(n, func(i, j int) { order[i], order[j] = order[j], order[i] })
+	}
+}
+
+// blockSteps returns the steps over which stepOrder balances n arms: n
+// when n is even, 2n when it is odd.
+func blockSteps(n int) int {
+	if n%2 == 1 {
+		return 2 * n
+	}
+	return n
+}
+
+// williamsBase returns place j of the first row of a Williams square of n:
+// 0, 1, n-1, 2, n-2, 3... Row r adds r to each, modulo n.
+func williamsBase(n, j int) int {
+	switch {
+	case j == 0:
+		return 0
+	case j%2 == 1:
+		return (j + 1) / 2
+	default:
+		return n - j/2
 	}
 }
 
