@@ -49,17 +49,17 @@ func autoCount(c Case, arms int, rawPerMsg, roundTime time.Duration) int {
 		n = int(min(int64(roundTime/rawPerMsg), int64(hi)))
 		n = min(hi, max(lo, roundUp(n, c.BatchSize)))
 	}
-	return wholeBlocks(n/c.BatchSize, blockSteps(arms), hi/c.BatchSize) * c.BatchSize
+	return wholeBlocks(n/c.BatchSize, blockSteps(arms), lo/c.BatchSize, hi/c.BatchSize) * c.BatchSize
 }
 
 // wholeBlocks returns steps rounded up to whole blocks of block steps when
-// that stays within most, else down to whole blocks when one fits, else
-// steps as they are.
-func wholeBlocks(steps, block, most int) int {
+// that stays within most, else down to whole blocks when that stays at
+// least least, else steps as they are.
+func wholeBlocks(steps, block, least, most int) int {
 	if up := roundUp(steps, block); up <= most {
 		return up
 	}
-	if down := most / block * block; down >= block {
+	if down := most / block * block; down >= max(least, block) {
 		return down
 	}
 	return steps

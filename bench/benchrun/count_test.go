@@ -55,6 +55,7 @@ func TestAutoCountWholeBlocks(t *testing.T) {
 		{"five arms: blocks of 10", kib(1, 1), 5, 2 * time.Millisecond, 260},
 		{"three arms at 1 MiB, batch 256: 4 batches are 1 GiB, no block fits", kib(1024, 256), 3, time.Second, 1024},
 		{"three arms at the most: down to whole blocks", kib(1, 1), 3, 10 * time.Nanosecond, autoMaxCount / 6 * 6},
+		{"three arms at 4 MiB: whole blocks would be under the fewest", kib(4096, 1), 3, time.Second, autoMinCount},
 	} {
 		got := autoCount(tc.c, tc.arms, tc.perMsg, DefaultRoundTime)
 		assert.Equal(t, tc.want, got, tc.what)
