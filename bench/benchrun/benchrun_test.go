@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -30,6 +31,9 @@ func TestRunReportIsWellFormed(t *testing.T) {
 	cfg.Progress = func(p Progress) { calls = append(calls, p) }
 	rep, err := Run(context.Background(), cfg)
 	require.NoError(t, err)
+	left, err := os.ReadDir(cfg.Dir)
+	require.NoError(t, err)
+	assert.Empty(t, left, "Run removes its trials and the directory that holds them")
 	want := cfg.Cases()
 	require.Len(t, want, 3*2+3*2*2, "produce cells, then consume cells in both read modes")
 	require.Len(t, rep.Results, len(want))

@@ -161,6 +161,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Machine: DescribeMachine(cfg.Dir), Count: cfg.Count, Rounds: cfg.Rounds, Started: time.Now().UTC()}
+	dir, err := os.MkdirTemp(cfg.Dir, "mqb-bench-run-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	spreadTrials(dir)
 	if cfg.Count == 0 {
 		rep.RoundTime = cfg.RoundTime.String()
 	}
@@ -182,9 +188,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if cfg.Progress != nil {
 				cfg.Progress(Progress{Case: c, Round: r, Done: done, Total: total})
 			}
-			err := ms[i].setCount(ctx, cfg)
+			err := ms[i].setCount(ctx, cfg, dir)
 			if err == nil {
-				err = ms[i].round(ctx, cfg.Dir, ms[i].count)
+				err = ms[i].round(ctx, dir, ms[i].count)
 			}
 			if err != nil {
 				rep.Results = results(ms)
@@ -220,12 +226,12 @@ type measure struct {
 // others). The count is cfg.Count, or when that is auto what the pilot's
 // raw arm calls for (autoCount). The pilot runs in the case's own turn of
 // the first round, so that it sees the machine as that round does.
-func (m *measure) setCount(ctx context.Context, cfg Config) error {
+func (m *measure) setCount(ctx context.Context, cfg Config, dir string) error {
 	if m.count > 0 {
 		return nil
 	}
 	n := pilotCount(m.c, cfg.Count)
-	tt, err := runTrial(ctx, cfg.Dir, m.c, n, &turns{})
+	tt, err := runTrial(ctx, dir, m.c, n, &turns{})
 	if err != nil {
 		return fmt.Errorf("pilot round: %w", err)
 	}
