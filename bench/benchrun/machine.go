@@ -12,4 +12,7 @@ type Machine struct {
 	CPUs         int    `json:"cpus"`
 	GoVersion    string `json:"go_version"`
 	GOARCH       string `json:"goarch"`
+	// MemoryReporting says how a virtual machine hands freed memory back
+	// to its host ("" when it does not, or where it is not looked up).
+	MemoryReporting string `json:"memory_reporting,omitempty"`
 }

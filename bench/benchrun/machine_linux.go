@@ -33,7 +33,8 @@ var fsMagics = map[int64]string{
 // DescribeMachine reports the filesystem holding dir (statfs type, and the
 // device and options of its mount) and the machine.
 func DescribeMachine(dir string) Machine {
-	m := Machine{Dir: dir, CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), GOARCH: runtime.GOARCH}
+	m := Machine{Dir: dir, CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), GOARCH: runtime.GOARCH,
+		MemoryReporting: freePageReporting()}
 	if abs, err := filepath.Abs(dir); err == nil {
 		m.Dir = abs
 	}

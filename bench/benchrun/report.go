@@ -95,8 +95,12 @@ func (r *Report) WriteText(w io.Writer) error {
 	if m.Device != "" {
 		fmt.Fprintf(w, " on %s (%s)", m.Device, m.MountOptions)
 	}
-	fmt.Fprintf(w, "\nkernel %s, %d CPUs, %s/%s; %s, median of %d rounds\n\n",
+	fmt.Fprintf(w, "\nkernel %s, %d CPUs, %s/%s; %s, median of %d rounds\n",
 		m.Kernel, m.CPUs, m.GoVersion, m.GOARCH, r.roundSize(), r.Rounds)
+	if m.MemoryReporting != "" {
+		fmt.Fprintf(w, "memory: freed pages go back to the host (%s);\n  a step handed them again runs slower, whichever arm it is\n", m.MemoryReporting)
+	}
+	fmt.Fprintln(w)
 	vary := r.varying()
 	if err := r.writeTable(w, vary); err != nil {
 		return err
