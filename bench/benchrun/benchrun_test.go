@@ -255,23 +255,35 @@ func TestTwoArmsTakeTurns(t *testing.T) {
 	assert.Equal(t, [][]int{{1, 0}, {0, 1}, {1, 0}, {0, 1}}, got)
 }
 
-// TestRoundsRunOnTheTurns measures rounds of one step each, the disk
-// runs' --count 128 at batch 256: the arms' order must run on from round to
-// round (so that over the rounds each arm runs first as often), not start
-// again in every round's fresh trial, which ran the same arm first in every
-// round.
-func TestRoundsRunOnTheTurns(t *testing.T) {
+// TestRoundsTakeTurnsAtTheirEnds runs rounds of one, two and three steps
+// as measure.round does, each a fresh trial: whatever the steps of a
+// round, the arm that runs first in it, and the one that runs last, must
+// alternate from round to round, B A first as before.
+func TestRoundsTakeTurnsAtTheirEnds(t *testing.T) {
 	c := Case{Op: OpProduce, Fsync: "none", BatchSize: 4, PayloadBytes: 16, Layout: LayoutFlat, Backend: "os"}
-	m := newMeasure(c)
-	firsts := map[int]int{}
-	for range 4 {
-		require.NoError(t, m.round(context.Background(), t.TempDir(), 4))
-		order := make([]int, len(m.arms))
-		(&turns{steps: m.turns.steps}).stepOrder(order)
-		firsts[order[0]]++
+	for steps := 1; steps <= 3; steps++ {
+		var firsts, lasts []int
+		for r := range 4 {
+			tr, err := NewTrial(t.TempDir(), c)
+			require.NoError(t, err)
+			tr.turns = roundTurns(r)
+			for s := range steps {
+				_, err := tr.Step(c.BatchSize, nil)
+				require.NoError(t, err)
+				if s == 0 {
+					firsts = append(firsts, tr.order[0])
+				}
+			}
+			lasts = append(lasts, tr.order[len(tr.order)-1])
+			require.NoError(t, tr.Close())
+		}
+		assert.Equal(t, []int{1, 0, 1, 0}, firsts, "%d steps a round: the first arm of each round", steps)
+		if steps%2 == 0 {
+			assert.Equal(t, []int{1, 0, 1, 0}, lasts, "%d steps a round: the last arm of each round", steps)
+		} else {
+			assert.Equal(t, []int{0, 1, 0, 1}, lasts, "%d steps a round: the last arm of each round", steps)
+		}
 	}
-	assert.Equal(t, 4, m.turns.steps, "one step per round, counted across the rounds")
-	assert.Equal(t, map[int]int{0: 2, 1: 2}, firsts, "each of the two arms runs first in half the rounds")
 }
 
 // TestFillInterleavesBacklogs fills three arms through fakes that log each

@@ -215,7 +215,6 @@ type measure struct {
 	steps [][]time.Duration // [arm] every step's duration
 	msgs  []int             // [round] messages per arm
 	cpu   []time.Duration   // [arm] CPU time over every round (Trial.CPU)
-	turns *turns            // the arms' order, run on from round to round
 	count int               // messages per round, once set (setCount)
 }
 
@@ -242,7 +241,7 @@ func (m *measure) setCount(ctx context.Context, cfg Config, dir string) error {
 	return nil
 }
 
-func newMeasure(c Case) *measure { return &measure{c: c, turns: &turns{}} }
+func newMeasure(c Case) *measure { return &measure{c: c} }
 
 // results returns the result of every case measured at least once.
 func results(ms []*measure) []Result {
@@ -257,7 +256,7 @@ func results(ms []*measure) []Result {
 
 // round measures one round of count messages and keeps its times.
 func (m *measure) round(ctx context.Context, dir string, count int) error {
-	tt, err := runTrial(ctx, dir, m.c, count, m.turns)
+	tt, err := runTrial(ctx, dir, m.c, count, roundTurns(len(m.msgs)))
 	if err != nil {
 		return err
 	}

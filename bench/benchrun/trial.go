@@ -109,14 +109,23 @@ type Trial struct {
 }
 
 // turns is where a sequence of steps stands: how many have run, which sets
-// the arms' order in the next (stepOrder). The rounds of one case
-// share one (measure.round), so that the sequence runs on from round to
-// round: with a fresh one per trial every round began with the same order,
-// and a round of one step (a disk run's --count 128 at batch 256) ran its
-// arms in that order every time.
+// the arms' order in the next (stepOrder).
 type turns struct {
 	steps int
 }
+
+// roundTurns returns the turns round r (from 0) of a case starts from,
+// so that round r's first step runs in row r+1 of the arms' order
+// (stepOrder) and each arm runs first, and last, in as many rounds, one
+// block of rounds at a time. A round is a fresh trial of whole blocks of
+// steps where the count allows (autoCount), so turns that ran on from
+// round to round began every round in the same row: with two arms the same
+// arm ran first and last in every round, and a cost that falls on a
+// trial's first or last files (its directory growing, its files spilling
+// into another block group) fell on that arm alone. Turns started afresh
+// in each trial did the same, even for rounds of one step (a disk run's
+// --count 128 at batch 256).
+func roundTurns(r int) *turns { return &turns{steps: r} }
 
 type arm struct {
 	name     string
