@@ -73,9 +73,62 @@ func checkWriteOrder(t TB, e *env) {
 			for _, layout := range []string{"", "&metadata_extension=", "&naming_pattern={seq:04}&shard_depth=2&shard_width=1"} {
 				q := fmt.Sprintf("fsync=%s&atomic=%v%s", policy, atomic, layout)
 				writeOrderCase(t, e, q)
+				if policy == core.FsyncBatch {
+					batchSyncsCase(t, e, q)
+				}
 			}
 		}
 	}
+}
+
+// batchSyncsCase checks how an fsync=batch Write makes its files' bytes
+// durable on an FS with SyncAll: one SyncAll for a batch of two files or
+// more and no sync of a single file; for a batch of one file (one message
+// without a sidecar) a sync of that file and no SyncAll, which would look
+// for dirty files across the whole filesystem. Without SyncAll every file
+// is synced on its own (writeOrderCase checks that the bytes are synced).
+func batchSyncsCase(t TB, e *env, q string) {
+	t.Helper()
+	inner := e.newFS()
+	if _, ok := inner.(core.FSSyncer); !ok {
+		return
+	}
+	fsys, log := recording(inner)
+	o := spoolOptions(t, q)
+	p, err := core.OpenProducer(fsys, o)
+	noErr(t, "OpenProducer", err)
+	defer p.Close()
+	for _, n := range []int{5, 1} {
+		log.take()
+		_, err = p.Write(e.ctx, testMessages("s", int(p.NextSeq()), n))
+		noErr(t, q+": Write", err)
+		all, each := countBatchSyncs(log.take())
+		files := n
+		if o.MetadataExt != "" {
+			files *= 2
+		}
+		if files > 1 && (all != 1 || each != 0) {
+			t.Errorf("%s: a batch of %d files made %d SyncAll and %d file syncs, want 1 and 0", q, files, all, each)
+		}
+		if files == 1 && (all != 0 || each != 1) {
+			t.Errorf("%s: a batch of one file made %d SyncAll and %d file syncs, want 0 and 1", q, all, each)
+		}
+	}
+}
+
+// countBatchSyncs counts the SyncAll calls and the syncs of single chunk
+// files among ops, leaving out the producer's high-water mark.
+func countBatchSyncs(ops []Op) (all, each int) {
+	for _, op := range ops {
+		switch {
+		case op.Kind != OpSync || isClaimUpdateOp(op):
+		case op.Name == ".":
+			all++
+		default:
+			each++
+		}
+	}
+	return all, each
 }
 
 // writeOrder checks the operations of one Producer.Write against the write
