@@ -121,8 +121,7 @@ type turns struct {
 // steps where the count allows (autoCount), so turns that ran on from
 // round to round began every round in the same row: with two arms the same
 // arm ran first and last in every round, and a cost that falls on a
-// trial's first or last files (its directory growing, its files spilling
-// into another block group) fell on that arm alone. Turns started afresh
+// trial's first or last step fell on that arm alone. Turns started afresh
 // in each trial did the same, even for rounds of one step (a disk run's
 // --count 128 at batch 256).
 func roundTurns(r int) *turns { return &turns{steps: r} }
