@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -264,9 +265,8 @@ func TestRoundsTakeTurnsAtTheirEnds(t *testing.T) {
 	for steps := 1; steps <= 3; steps++ {
 		var firsts, lasts []int
 		for r := range 4 {
-			tr, err := NewTrial(t.TempDir(), c)
+			tr, err := newTrial(t.TempDir(), c, roundTurns(r))
 			require.NoError(t, err)
-			tr.turns = roundTurns(r)
 			for s := range steps {
 				_, err := tr.Step(c.BatchSize, nil)
 				require.NoError(t, err)
@@ -284,6 +284,39 @@ func TestRoundsTakeTurnsAtTheirEnds(t *testing.T) {
 			assert.Equal(t, []int{0, 1, 0, 1}, lasts, "%d steps a round: the last arm of each round", steps)
 		}
 	}
+}
+
+// TestArmDirsMadeInTurn makes the arms' directories of rounds in a row:
+// the arm whose directory is made last, whose files spill furthest on
+// ext4, must take turns like the arm that runs last, so that over a block
+// of rounds each arm is made last once.
+func TestArmDirsMadeInTurn(t *testing.T) {
+	for _, names := range [][]string{{"raw0", "spool"}, {"raw0", "raw1", "raw2", "spool"}} {
+		var lastMade []int
+		for r := range 2 * len(names) {
+			tr := &Trial{dir: t.TempDir(), turns: roundTurns(r)}
+			dirs, made, err := tr.makeArmDirs(names)
+			require.NoError(t, err)
+			for i, d := range dirs {
+				assert.Equal(t, filepath.Join(tr.dir, names[i]), d)
+				assert.DirExists(t, d)
+			}
+			lastMade = append(lastMade, made[len(made)-1])
+		}
+		for arm := range names {
+			assert.Equal(t, 2, countOf(lastMade, arm), "%d arms: arm %d made last in two of %d rounds (%v)", len(names), arm, len(lastMade), lastMade)
+		}
+	}
+}
+
+func countOf(xs []int, x int) int {
+	n := 0
+	for _, v := range xs {
+		if v == x {
+			n++
+		}
+	}
+	return n
 }
 
 // TestFillInterleavesBacklogs fills three arms through fakes that log each

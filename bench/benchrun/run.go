@@ -288,12 +288,11 @@ type trialTimes struct {
 // dir, a batch at a time, the arms taking turns as t says; a consume case
 // first drains one batch through every arm that is not timed (Trial.Warm).
 func runTrial(ctx context.Context, dir string, c Case, count int, t *turns) (*trialTimes, error) {
-	tr, err := NewTrial(dir, c)
+	tr, err := newTrial(dir, c, t)
 	if err != nil {
 		return nil, err
 	}
 	defer tr.Close()
-	tr.turns = t
 	warm := 0
 	if c.Op == OpConsume {
 		warm = c.BatchSize

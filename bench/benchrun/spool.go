@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	memfs "github.com/mqb-project/mqb/backend-memfs"
 	osfs "github.com/mqb-project/mqb/backend-os"
@@ -275,13 +274,4 @@ func (b *backlog) close() error {
 		return s.SyncAll()
 	}
 	return nil
-}
-
-// subdir returns dir/name after removing whatever was there.
-func subdir(dir, name string) (string, error) {
-	p := filepath.Join(dir, name)
-	if err := os.RemoveAll(p); err != nil {
-		return "", err
-	}
-	return p, os.MkdirAll(p, 0o700)
 }
