@@ -309,6 +309,18 @@ func TestArmDirsMadeInTurn(t *testing.T) {
 	}
 }
 
+// TestPageBytes checks what a produce trial touches before its steps:
+// whole pages for each payload and sidecar, on every arm.
+func TestPageBytes(t *testing.T) {
+	page := int64(os.Getpagesize())
+	small := &Trial{c: Case{PayloadBytes: 1024, Sidecar: true}, arms: make([]*arm, 4)}
+	assert.Equal(t, 10*4*2*page, small.pageBytes(10))
+	large := &Trial{c: Case{PayloadBytes: 1 << 20}, arms: make([]*arm, 2)}
+	assert.Equal(t, int64(3*2<<20), large.pageBytes(3))
+	odd := &Trial{c: Case{PayloadBytes: int(page) + 1}, arms: make([]*arm, 1)}
+	assert.Equal(t, 2*page, odd.pageBytes(1))
+}
+
 func countOf(xs []int, x int) int {
 	n := 0
 	for _, v := range xs {

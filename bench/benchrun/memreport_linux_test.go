@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -58,4 +59,33 @@ func TestMemoryReportingInTheTextReport(t *testing.T) {
 	buf.Reset()
 	require.NoError(t, rep.WriteText(&buf))
 	assert.NotContains(t, buf.String(), "memory:")
+}
+
+func TestMemAvailable(t *testing.T) {
+	dir := t.TempDir()
+	info := filepath.Join(dir, "meminfo")
+	require.NoError(t, os.WriteFile(info, []byte("MemTotal:       24683712 kB\nMemFree:        23321088 kB\nMemAvailable:   24112640 kB\nBuffers:            2048 kB\n"), 0o600))
+	assert.Equal(t, int64(24112640)<<10, memAvailable(info))
+	require.NoError(t, os.WriteFile(info, []byte("MemTotal:       24683712 kB\n"), 0o600))
+	assert.Zero(t, memAvailable(info), "no MemAvailable line")
+	assert.Zero(t, memAvailable(filepath.Join(dir, "missing")))
+}
+
+// TestTouchMemory touches 64 MiB and checks that it is handed back: the
+// process's resident set does not keep it.
+func TestTouchMemory(t *testing.T) {
+	before := residentBytes(t)
+	require.NoError(t, touchMemory(64<<20))
+	assert.Less(t, residentBytes(t)-before, int64(32<<20))
+}
+
+func residentBytes(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/statm")
+	require.NoError(t, err)
+	f := strings.Fields(string(b))
+	require.GreaterOrEqual(t, len(f), 2)
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	require.NoError(t, err)
+	return pages * int64(os.Getpagesize())
 }

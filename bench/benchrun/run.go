@@ -286,7 +286,9 @@ type trialTimes struct {
 
 // runTrial runs count messages of c through every arm of a fresh trial in
 // dir, a batch at a time, the arms taking turns as t says; a consume case
-// first drains one batch through every arm that is not timed (Trial.Warm).
+// first drains one batch through every arm that is not timed (Trial.Warm),
+// a produce case first touches the memory its writes will take
+// (Trial.touchPages).
 func runTrial(ctx context.Context, dir string, c Case, count int, t *turns) (*trialTimes, error) {
 	tr, err := newTrial(dir, c, t)
 	if err != nil {
@@ -301,6 +303,9 @@ func runTrial(ctx context.Context, dir string, c Case, count int, t *turns) (*tr
 		return nil, err
 	}
 	if err := tr.Warm(warm); err != nil {
+		return nil, err
+	}
+	if err := tr.touchPages(count); err != nil {
 		return nil, err
 	}
 	arms := tr.Arms()

@@ -423,6 +423,28 @@ func (t *Trial) Warm(n int) error {
 	return nil
 }
 
+// touchPages touches as much fresh memory as count messages will take on
+// every arm of a produce trial, before its steps (touchMemory says why). A
+// consume trial writes its backlog before its steps and reads into
+// buffers it reuses, so it has nothing to touch.
+func (t *Trial) touchPages(count int) error {
+	if t.c.Op != OpProduce {
+		return nil
+	}
+	return touchMemory(t.pageBytes(count))
+}
+
+// pageBytes returns the memory count messages take on every arm once
+// written: whole pages of page cache or tmpfs for each payload and sidecar.
+func (t *Trial) pageBytes(count int) int64 {
+	page := int64(os.Getpagesize())
+	perMsg := (int64(t.c.PayloadBytes) + page - 1) / page * page
+	if t.c.Sidecar {
+		perMsg += page
+	}
+	return perMsg * int64(count) * int64(len(t.arms))
+}
+
 // CPU returns, in the order of Arms, the CPU time (user and system, every
 // thread of the process) spent during each arm's steps so far; zeros where
 // it is not measured. An arm that reads on several threads can take less
