@@ -54,7 +54,10 @@ four batches, at most 65,536 messages and 1 GiB of payload. --count N gives
 every case N messages per round instead, for a quick look on a slow disk; the
 pilot round still runs, since the first round of a batch of large payloads in
 a process pays for growing its memory. Every round of a drain also starts
-with one untimed batch through each arm; produce rounds do not. With three
+with one untimed batch through each arm; a produce round instead first
+writes to as much fresh memory as its files will take and hands it back,
+so that no arm's writes land on pages a virtual machine's host has taken
+back. With three
 or more arms (fsync=batch produce cells, --raw-held drains) each runs in each
 place of a step as often, over a block of steps that a sized round holds
 whole when it can.
