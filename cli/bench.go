@@ -57,10 +57,9 @@ a process pays for growing its memory. Every round of a drain also starts
 with one untimed batch through each arm; a produce round instead first
 writes to as much fresh memory as its files will take and hands it back,
 so that no arm's writes land on pages a virtual machine's host has taken
-back. With three
-or more arms (fsync=batch produce cells, --raw-held drains) each runs in each
-place of a step as often, over a block of steps that a sized round holds
-whole when it can.
+back. With three or more arms (fsync=batch produce cells, --raw-held
+drains) each runs in each place of a step as often, over a block of steps
+that a sized round holds whole when it can.
 
 Columns: msgs/s and MB/s (payload) are medians over --rounds; p50/p99 are
 per-batch latencies (one Producer.Write, or one Read plus Ack); "x raw" is

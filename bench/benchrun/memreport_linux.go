@@ -70,8 +70,8 @@ func readSysInt(path string) (int, error) {
 // cache, or tmpfs itself) are ones the host has backed a moment ago, at
 // the head of the free lists, not ones it took back minutes before and
 // must find again at the first write. Without it, on this machine's tmpfs,
-// the arms of one 1 MiB fsync=batch trial at batch 256 took 220 ms to
-// 1.3 s each, whichever arm it was; with it, 210 to 280 ms
+// the arms of one 1 MiB fsync=batch trial at batch 256 took 217 ms to
+// 1.31 s each, whichever arm it was; with it, 212 to 282 ms (one 758 ms)
 // (docs/guide/benchmarks.md, "Memory touched before a produce trial"). It
 // touches at most half the memory the kernel calls available.
 func touchMemory(n int64) error {
